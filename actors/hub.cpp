@@ -1,0 +1,342 @@
+#include "actors/hub.hpp"
+
+#include <chrono>
+#include <random>
+
+#include "logging/log.hpp"
+
+namespace tidings::actors {
+namespace {
+
+using self_ptr = hub_actor::stateful_pointer<hub_state>;
+
+std::int64_t now_ms() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+std::uint64_t random_epoch() {
+  std::random_device rd;
+  std::uint64_t e = 0;
+  while (e == 0) e = (static_cast<std::uint64_t>(rd()) << 32) ^ rd();
+  return e;
+}
+
+core::cursor head_cursor(const hub_state& st) {
+  return {st.meta ? st.meta->epoch : 0, st.committed_head};
+}
+
+void trim_ring(hub_state& st) {
+  while (!st.ring.empty() &&
+         (st.ring.size() > st.cfg.ring_events || st.ring_bytes > st.cfg.ring_bytes ||
+          st.ring.front()->seq < st.committed_first)) {
+    st.ring_bytes -= st.ring.front()->bytes.size();
+    st.ring.pop_front();
+  }
+}
+
+void submit(self_ptr self, persistence::write_set ws, hub_state::in_flight entry) {
+  auto& st = self->state;
+  entry.token = st.next_token++;
+  auto token = entry.token;
+  st.pending.push_back(std::move(entry));
+  hub_actor handle = self;
+  st.cfg.committer->submit(std::move(ws), [handle, token](const persistence::status& s) {
+    caf::anon_send(handle, committed_atom::value, token, s.message());
+  });
+}
+
+void reply_to_waiters(hub_state& st, const std::string& key, const publish_result& r) {
+  auto it = st.keys_in_flight.find(key);
+  if (it == st.keys_in_flight.end()) return;
+  for (auto& waiter : it->second) {
+    publish_result copy = r;
+    if (copy.outcome == publish_outcome::appended) copy.outcome = publish_outcome::replayed;
+    waiter(std::move(copy));
+  }
+  st.keys_in_flight.erase(it);
+}
+
+bool create_stream(self_ptr self) {
+  auto& st = self->state;
+  std::uint64_t id = 0;
+  if (auto s = st.cfg.store->allocate_stream_id(&id); !s.ok()) {
+    logging::error("hub.create_failed", {{"stream", st.cfg.stream.name}, {"error", s.message()}});
+    return false;
+  }
+  persistence::stream_meta m;
+  m.tenant = st.cfg.stream.tenant;
+  m.name = st.cfg.stream.name;
+  m.id = id;
+  m.epoch = random_epoch();
+  m.first_seq = 1;
+  m.head_seq = 0;
+  m.created_ms = now_ms();
+  st.meta = m;
+  st.committed_first = 1;
+  st.committed_head = 0;
+  logging::info("stream.created", {{"stream", m.name}, {"epoch", core::format_epoch(m.epoch)}});
+  return true;
+}
+
+void on_publish(self_ptr self, const publish_request_ptr& req) {
+  auto& st = self->state;
+  auto unavailable = [&](std::string why) {
+    req->reply(publish_result{publish_outcome::unavailable, {}, std::move(why)});
+  };
+  if (st.failed) return unavailable("the stream's storage failed; see the node log");
+
+  const auto& key = req->idempotency_key;
+  if (!key.empty()) {
+    if (auto it = st.keys_in_flight.find(key); it != st.keys_in_flight.end()) {
+      it->second.push_back(std::move(req->reply));
+      return;
+    }
+    if (st.meta) {
+      std::optional<persistence::idempotency_record> rec;
+      if (auto s = st.cfg.store->get_idempotency(st.meta->id, key, &rec); !s.ok())
+        return unavailable(s.message());
+      if (rec && rec->epoch == st.meta->epoch) {
+        publish_result r{publish_outcome::replayed, {}, {}};
+        for (std::uint64_t i = 0; i < rec->count; ++i)
+          r.cursors.push_back({rec->epoch, rec->first_seq + i});
+        return req->reply(std::move(r));
+      }
+    }
+  }
+  if (!st.meta && !create_stream(self)) return unavailable("could not create the stream");
+
+  auto& m = *st.meta;
+  m.retention_count = st.cfg.retention.max_events;
+  m.retention_age_ms = st.cfg.retention.max_age_ms;
+  persistence::write_set ws;
+  ws.stream_id = m.id;
+  hub_state::in_flight entry;
+  auto t = now_ms();
+  for (auto& ev : req->events) {
+    ev.time_ms = t;
+    core::cursor c{m.epoch, ++m.head_seq};
+    entry.frames.push_back(
+        std::make_shared<const core::sse_frame>(core::make_sse_frame(m.name, c, ev)));
+    entry.cursors.push_back(c);
+    ws.events.push_back({c.seq, std::move(ev)});
+  }
+  auto first = core::first_kept_by_count(m.first_seq, m.head_seq, st.cfg.retention.max_events);
+  if (first > m.first_seq) {
+    ws.trim_before = first;
+    m.first_seq = first;
+  }
+  if (!key.empty()) {
+    ws.idempotency.push_back(
+        {key, persistence::idempotency_record{m.epoch, entry.cursors.front().seq,
+                                              entry.cursors.size(), t}});
+    st.keys_in_flight[key];  // later duplicates wait for this one
+  }
+  ws.meta = m;
+  entry.first_seq_after = m.first_seq;
+  entry.reply = std::move(req->reply);
+  entry.idempotency_key = key;
+  submit(self, std::move(ws), std::move(entry));
+}
+
+void on_committed(self_ptr self, std::uint64_t token, const std::string& error) {
+  auto& st = self->state;
+  if (st.pending.empty() || st.pending.front().token != token) {
+    logging::error("hub.commit_out_of_order", {{"stream", st.cfg.stream.name}, {"token", token}});
+    return;
+  }
+  auto entry = std::move(st.pending.front());
+  st.pending.pop_front();
+  if (!error.empty() || st.failed) {
+    // Later writes may land after a failed one; refusing everything from here
+    // keeps us from acknowledging a log with a hole in it.
+    if (!st.failed)
+      logging::error("hub.write_failed", {{"stream", st.cfg.stream.name}, {"error", error}});
+    st.failed = true;
+    publish_result r{publish_outcome::unavailable, {}, "the write failed: " + error};
+    if (entry.reply) entry.reply(r);
+    if (!entry.idempotency_key.empty()) reply_to_waiters(st, entry.idempotency_key, r);
+    return;
+  }
+  st.committed_first = entry.first_seq_after;
+  if (!entry.frames.empty()) {
+    st.committed_head = entry.frames.back()->seq;
+    auto batch = std::make_shared<frame_batch>();
+    batch->stream = st.cfg.stream;
+    batch->epoch = st.meta->epoch;
+    batch->frames = entry.frames;
+    for (auto& f : entry.frames) {
+      st.ring_bytes += f->bytes.size();
+      st.ring.push_back(f);
+    }
+    frame_batch_ptr shared = std::move(batch);
+    for (auto& [raw, sink] : st.sinks) sink.first->deliver(shared);
+  }
+  trim_ring(st);
+  if (entry.reply) {
+    publish_result r{publish_outcome::appended, entry.cursors, {}};
+    entry.reply(r);
+    if (!entry.idempotency_key.empty()) reply_to_waiters(st, entry.idempotency_key, r);
+  }
+  if (st.cfg.retention.max_age_ms > 0 && !st.trim_scheduled) {
+    st.trim_scheduled = true;
+    self->send(self, trim_atom::value);
+  }
+}
+
+// Frames (after_seq, up to max], from the ring when it reaches back far
+// enough, else from the store. Returns false when the store no longer has
+// after_seq + 1 (trimmed meanwhile).
+bool collect(hub_state& st, std::uint64_t after_seq, std::size_t max, std::size_t max_bytes,
+             std::vector<frame_ptr>& out) {
+  std::size_t bytes = 0;
+  auto full = [&] { return out.size() >= max || (!out.empty() && bytes >= max_bytes); };
+  if (!st.ring.empty() && st.ring.front()->seq <= after_seq + 1) {
+    for (auto i = after_seq + 1 - st.ring.front()->seq; i < st.ring.size() && !full(); ++i) {
+      bytes += st.ring[i]->bytes.size();
+      out.push_back(st.ring[i]);
+    }
+    return true;
+  }
+  std::vector<persistence::stored_event> events;
+  auto s = st.cfg.store->read_events(st.meta->id, after_seq, st.committed_head, max, &events);
+  if (!s.ok()) {
+    logging::error("hub.read_failed", {{"stream", st.cfg.stream.name}, {"error", s.message()}});
+    return false;
+  }
+  if (events.empty() || events.front().seq != after_seq + 1) return false;
+  for (auto& e : events) {
+    if (e.seq != after_seq + 1 + out.size() || full()) break;  // never hand out a gap
+    auto f = std::make_shared<const core::sse_frame>(
+        core::make_sse_frame(st.cfg.stream.name, {st.meta->epoch, e.seq}, e.ev));
+    bytes += f->bytes.size();
+    out.push_back(std::move(f));
+  }
+  return true;
+}
+
+void on_fetch(self_ptr self, const fetch_request_ptr& req) {
+  auto& st = self->state;
+  fetch_reply r;
+  r.subscription = req->subscription;
+  r.epoch = st.meta ? st.meta->epoch : 0;
+  r.head = head_cursor(st);
+  auto send = [&](fetch_status status, std::string reason = {}) {
+    r.status = status;
+    r.reason = std::move(reason);
+    if (status == fetch_status::caught_up && !req->probe) {
+      auto& slot = st.sinks[req->sink.get()];
+      slot.first = req->sink;
+      ++slot.second;
+      r.registered = true;
+    }
+    req->sink->fetched(st.cfg.stream, std::move(r));
+  };
+
+  if (!req->after) return send(fetch_status::caught_up);
+  auto after = *req->after;
+  if (!st.meta) {
+    if (after.epoch != 0 || after.seq != 0) return send(fetch_status::resync, "unknown_stream");
+    return send(fetch_status::caught_up);
+  }
+  if (after.epoch == 0) {
+    if (after.seq != 0) return send(fetch_status::resync, "unknown_stream");
+    after.epoch = st.meta->epoch;
+  }
+  if (after.epoch != st.meta->epoch) return send(fetch_status::resync, "epoch_changed");
+  switch (core::check_resume(after.seq, st.committed_first, st.committed_head)) {
+    case core::resume_check::too_old: return send(fetch_status::resync, "cursor_too_old");
+    case core::resume_check::ahead_of_head: return send(fetch_status::resync, "cursor_ahead");
+    case core::resume_check::ok: break;
+  }
+  if (req->probe || after.seq == st.committed_head) {
+    return send(after.seq == st.committed_head && !req->probe ? fetch_status::caught_up
+                                                               : fetch_status::page);
+  }
+  if (!collect(st, after.seq, std::max<std::size_t>(req->max_frames, 1), req->max_bytes, r.frames))
+    return send(fetch_status::resync, "cursor_too_old");
+  auto last = r.frames.empty() ? after.seq : r.frames.back()->seq;
+  send(last == st.committed_head ? fetch_status::caught_up : fetch_status::page);
+}
+
+void on_unsub(self_ptr self, const fanout_sink_ptr& sink) {
+  auto& sinks = self->state.sinks;
+  auto it = sinks.find(sink.get());
+  if (it == sinks.end()) return;
+  if (--it->second.second == 0) sinks.erase(it);
+}
+
+// Age retention runs as a timer after events, never as a periodic scan.
+void on_trim(self_ptr self) {
+  auto& st = self->state;
+  st.trim_scheduled = false;
+  auto max_age = st.cfg.retention.max_age_ms;
+  if (!st.meta || max_age <= 0 || st.failed) return;
+  auto cutoff = now_ms() - max_age;
+  auto first = st.meta->first_seq;
+  std::optional<std::int64_t> oldest_kept;
+  while (first <= st.committed_head) {
+    std::vector<persistence::stored_event> events;
+    if (auto s = st.cfg.store->read_events(st.meta->id, first - 1, st.committed_head, 256, &events);
+        !s.ok() || events.empty())
+      break;
+    bool done = false;
+    for (auto& e : events) {
+      if (e.ev.time_ms >= cutoff) {
+        oldest_kept = e.ev.time_ms;
+        done = true;
+        break;
+      }
+      first = e.seq + 1;
+    }
+    if (done) break;
+  }
+  if (first > st.meta->first_seq) {
+    st.meta->first_seq = first;
+    persistence::write_set ws;
+    ws.stream_id = st.meta->id;
+    ws.trim_before = first;
+    ws.meta = *st.meta;
+    hub_state::in_flight entry;
+    entry.first_seq_after = first;
+    submit(self, std::move(ws), std::move(entry));
+  }
+  if (oldest_kept) {
+    st.trim_scheduled = true;
+    auto wait = std::max<std::int64_t>(*oldest_kept + max_age - now_ms(), 10);
+    self->delayed_send(self, std::chrono::milliseconds(wait), trim_atom::value);
+  }
+}
+
+}  // namespace
+
+hub_actor::behavior_type hub(hub_actor::stateful_pointer<hub_state> self, hub_config cfg) {
+  auto& st = self->state;
+  st.cfg = std::move(cfg);
+  std::optional<persistence::stream_meta> meta;
+  if (auto s = st.cfg.store->get_stream(st.cfg.stream.tenant, st.cfg.stream.name, &meta); !s.ok()) {
+    logging::error("hub.load_failed", {{"stream", st.cfg.stream.name}, {"error", s.message()}});
+    st.failed = true;
+  }
+  if (meta) {
+    st.meta = meta;
+    st.committed_head = meta->head_seq;
+    st.committed_first = meta->first_seq;
+    if (st.cfg.retention.max_age_ms > 0) {
+      st.trim_scheduled = true;
+      self->send(self, trim_atom::value);
+    }
+  }
+  return {
+      [self](publish_atom, const publish_request_ptr& req) { on_publish(self, req); },
+      [self](fetch_atom, const fetch_request_ptr& req) { on_fetch(self, req); },
+      [self](unsub_atom, const fanout_sink_ptr& sink) { on_unsub(self, sink); },
+      [self](committed_atom, std::uint64_t token, const std::string& error) {
+        on_committed(self, token, error);
+      },
+      [self](trim_atom) { on_trim(self); },
+  };
+}
+
+}  // namespace tidings::actors

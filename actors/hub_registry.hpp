@@ -1,0 +1,40 @@
+#pragma once
+
+// Finds or spawns the hub of a stream. Thread-safe: I/O threads call it.
+
+#include <map>
+#include <mutex>
+#include <vector>
+
+#include "actors/hub.hpp"
+
+namespace tidings::actors {
+
+struct hub_defaults {
+  core::retention_policy retention;
+  std::size_t ring_events = 1024;
+  std::size_t ring_bytes = 1 << 20;
+};
+
+class hub_registry {
+ public:
+  hub_registry(caf::actor_system& sys, persistence::store& store,
+               persistence::group_committer& committer, hub_defaults defaults);
+
+  // The stream's hub, spawned on first use (for a publish or a subscriber;
+  // the stream itself is created by its first publish).
+  hub_actor get(const stream_key& key);
+
+  // Every hub spawned so far (for shutdown).
+  std::vector<hub_actor> all() const;
+
+ private:
+  caf::actor_system& sys_;
+  persistence::store& store_;
+  persistence::group_committer& committer_;
+  hub_defaults defaults_;
+  mutable std::mutex mutex_;
+  std::map<stream_key, hub_actor> hubs_;
+};
+
+}  // namespace tidings::actors

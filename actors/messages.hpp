@@ -1,0 +1,94 @@
+#pragma once
+
+// Payloads exchanged with a hub. They stay inside one process (they carry
+// callbacks and shared pointers), so CAF sees them as unsafe message types.
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/cursor.hpp"
+#include "core/event.hpp"
+#include "core/sse_frame.hpp"
+#include "actors/stream_key.hpp"
+
+namespace tidings::actors {
+
+using frame_ptr = std::shared_ptr<const core::sse_frame>;
+
+// Committed events of one stream, encoded once, shared by every session.
+struct frame_batch {
+  stream_key stream;
+  std::uint64_t epoch = 0;
+  std::vector<frame_ptr> frames;  // contiguous seqs
+};
+using frame_batch_ptr = std::shared_ptr<const frame_batch>;
+
+// --- publish ---------------------------------------------------------------
+
+enum class publish_outcome {
+  appended,    // new events, durable
+  replayed,    // Idempotency-Key seen before: the original cursors
+  unavailable, // the store failed; nothing was acknowledged
+};
+
+struct publish_result {
+  publish_outcome outcome = publish_outcome::appended;
+  std::vector<core::cursor> cursors;
+  std::string error;
+};
+
+struct publish_request {
+  std::vector<core::event> events;
+  std::string idempotency_key;  // empty: none
+  // Called once, on the hub's thread: hand the result to your own executor.
+  std::function<void(publish_result)> reply;
+};
+using publish_request_ptr = std::shared_ptr<publish_request>;
+
+// --- reading and subscribing -------------------------------------------------
+
+enum class fetch_status {
+  page,       // frames after the cursor; not caught up yet: fetch again
+  caught_up,  // frames up to head; the sink now gets every later batch
+  resync,     // the cursor cannot be served; see reason
+};
+
+struct fetch_reply {
+  std::uint64_t subscription = 0;
+  fetch_status status = fetch_status::page;
+  std::uint64_t epoch = 0;       // the stream's epoch (0: stream not created)
+  core::cursor head;             // committed head when the reply was made
+  std::vector<frame_ptr> frames; // in seq order, all > the requested cursor
+  std::string reason;            // for resync: cursor_too_old, epoch_changed, ...
+  bool registered = false;       // the sink now receives this stream's batches
+};
+
+// Where a hub sends what a subscriber asked for: one per I/O thread. Calls
+// come from hub threads and must only hand work over (post), never block.
+class fanout_sink {
+ public:
+  virtual ~fanout_sink() = default;
+  virtual void deliver(frame_batch_ptr batch) = 0;
+  virtual void fetched(stream_key stream, fetch_reply reply) = 0;
+};
+using fanout_sink_ptr = std::shared_ptr<fanout_sink>;
+
+struct fetch_request {
+  std::uint64_t subscription = 0;  // echoed in the reply
+  fanout_sink_ptr sink;
+  // nullopt: start at the head (live only). Epoch 0: the stream did not
+  // exist for this subscriber yet, so everything of the current epoch.
+  std::optional<core::cursor> after;
+  std::size_t max_frames = 256;
+  std::size_t max_bytes = 1 << 20;  // a page stops here, but has at least one frame
+  // When true, a check only: the reply carries head and any resync, no
+  // frames, and nothing is registered.
+  bool probe = false;
+};
+using fetch_request_ptr = std::shared_ptr<fetch_request>;
+
+}  // namespace tidings::actors

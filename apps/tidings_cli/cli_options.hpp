@@ -1,0 +1,47 @@
+#pragma once
+
+// Command-line grammar of `tidings`. Parsing is separate from running so the
+// exit codes stay simple: usage_error -> 2.
+
+#include <cstdint>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "client/http_client.hpp"
+
+namespace tidings::cli {
+
+class usage_error : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+struct publish_options {
+  std::string stream;
+  std::optional<std::string> json;  // absent: read stdin
+  std::optional<std::string> idempotency_key;
+};
+
+struct watch_options {
+  std::vector<std::string> streams;  // STREAM or STREAM:PREFIX, as given
+  std::optional<std::string> since;
+  bool once = false;
+  std::optional<std::uint64_t> count;
+};
+
+struct cli_options {
+  client::endpoint server;
+  bool help = false;
+  std::string command;  // "publish" or "watch"
+  publish_options publish;
+  watch_options watch;
+};
+
+// `env_server` is $TIDINGS_SERVER (nullptr when unset); --server wins over it.
+cli_options parse_cli(const std::vector<std::string>& args, const char* env_server);
+
+extern const char* const usage_text;
+
+}  // namespace tidings::cli

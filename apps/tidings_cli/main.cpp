@@ -1,0 +1,29 @@
+// `tidings`: publish to and watch a Tidings node from the shell.
+// Exit codes: 0 success, 1 the server or the network failed us, 2 usage.
+
+#include <cstdlib>
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include "apps/tidings_cli/cli_options.hpp"
+#include "apps/tidings_cli/publish_command.hpp"
+#include "apps/tidings_cli/watch_command.hpp"
+
+int main(int argc, char** argv) {
+  using namespace tidings::cli;
+  const std::vector<std::string> args(argv + 1, argv + argc);
+  cli_options opts;
+  try {
+    opts = parse_cli(args, std::getenv("TIDINGS_SERVER"));
+  } catch (const usage_error& e) {
+    std::cerr << "tidings: " << e.what() << "\n" << usage_text;
+    return 2;
+  }
+  if (opts.help) {
+    std::cout << usage_text;
+    return 0;
+  }
+  if (opts.command == "publish") return run_publish(opts.server, opts.publish);
+  return run_watch(opts.server, opts.watch);
+}

@@ -1,0 +1,12 @@
+#pragma once
+
+#include "apps/tidings_cli/cli_options.hpp"
+
+namespace tidings::cli {
+
+// Follows the streams over SSE, printing one line per data event and
+// reconnecting (resuming by Last-Event-ID) until --count or --once says stop.
+// Returns the process exit code.
+int run_watch(const client::endpoint& server, const watch_options& opts);
+
+}  // namespace tidings::cli

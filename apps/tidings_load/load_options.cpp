@@ -1,0 +1,100 @@
+#include "apps/tidings_load/load_options.hpp"
+
+#include <charconv>
+
+#include <boost/asio/ip/address.hpp>
+
+namespace tidings::load {
+
+const char* const load_usage =
+    "usage: tidings-load (--server HOST:PORT [--pid PID] | --tidingsd PATH [--node-arg ARG]...)\n"
+    "                    [--scenario fanout|idle] [--sessions N] [--events N]\n"
+    "                    [--payload-bytes N] [--publishers K] [--stream NAME]\n"
+    "                    [--connect-window N] [--timeout-s N]\n"
+    "\n"
+    "fanout (default): N sessions (1000) on one stream, E events (2000) published by K\n"
+    "  keep-alive publishers each waiting for its ack; prints deliveries/s,\n"
+    "  publish-to-receive latency p50/p99/max, ack rate and CPU of node and client.\n"
+    "idle: N sessions (10000) wait after hello; prints the node's RSS per idle session.\n"
+    "Loopback only. Ends with one JSON line holding every figure.\n";
+
+namespace {
+
+std::size_t number(const std::string& flag, const std::string& text, std::size_t min) {
+  std::size_t value = 0;
+  const auto* end = text.data() + text.size();
+  const auto [ptr, ec] = std::from_chars(text.data(), end, value);
+  if (ec != std::errc() || ptr != end || value < min) {
+    throw usage_error(flag + " wants a number >= " + std::to_string(min) + ", got '" + text + "'");
+  }
+  return value;
+}
+
+}  // namespace
+
+load_options parse_load_options(const std::vector<std::string>& args) {
+  load_options out;
+  for (std::size_t i = 0; i < args.size(); ++i) {
+    const std::string& arg = args[i];
+    auto value = [&]() -> std::string {
+      if (i + 1 >= args.size()) throw usage_error(arg + " needs a value");
+      return args[++i];
+    };
+    if (arg == "-h" || arg == "--help") {
+      out.help = true;
+      return out;
+    } else if (arg == "--server") {
+      try {
+        out.server = client::parse_endpoint(value());
+      } catch (const std::invalid_argument& e) {
+        throw usage_error(e.what());
+      }
+    } else if (arg == "--tidingsd") {
+      out.tidingsd = value();
+    } else if (arg == "--node-arg") {
+      out.node_args.push_back(value());
+    } else if (arg == "--scenario") {
+      const auto v = value();
+      if (v == "fanout") {
+        out.kind = scenario::fanout;
+      } else if (v == "idle") {
+        out.kind = scenario::idle;
+      } else {
+        throw usage_error("--scenario is fanout or idle, got '" + v + "'");
+      }
+    } else if (arg == "--sessions") {
+      out.sessions = number(arg, value(), 1);
+    } else if (arg == "--events") {
+      out.events = number(arg, value(), 1);
+    } else if (arg == "--payload-bytes") {
+      out.payload_bytes = number(arg, value(), 0);
+    } else if (arg == "--publishers") {
+      out.publishers = number(arg, value(), 1);
+    } else if (arg == "--connect-window") {
+      out.connect_window = number(arg, value(), 1);
+    } else if (arg == "--stream") {
+      out.stream = value();
+    } else if (arg == "--timeout-s") {
+      out.timeout_s = static_cast<unsigned>(number(arg, value(), 1));
+    } else if (arg == "--pid") {
+      out.pid = static_cast<pid_t>(number(arg, value(), 1));
+    } else {
+      throw usage_error("unknown argument " + arg);
+    }
+  }
+  if (out.server.has_value() == !out.tidingsd.empty()) {
+    throw usage_error("give exactly one of --server and --tidingsd");
+  }
+  if (out.server) {
+    if (out.server->host == "localhost") out.server->host = "127.0.0.1";
+    boost::system::error_code ec;
+    const auto addr = boost::asio::ip::make_address(out.server->host, ec);
+    // A benchmark that floods a remote node is a denial of service, not a measurement.
+    if (ec || !addr.is_loopback()) throw usage_error("--server must be a loopback address");
+  }
+  if (out.pid && !out.server) throw usage_error("--pid goes with --server");
+  if (out.sessions == 0) out.sessions = out.kind == scenario::fanout ? 1000 : 10000;
+  return out;
+}
+
+}  // namespace tidings::load

@@ -1,0 +1,44 @@
+#pragma once
+
+// Command line of tidings-load.
+
+#include <cstdint>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include <sys/types.h>
+
+#include "client/http_client.hpp"
+
+namespace tidings::load {
+
+class usage_error : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+enum class scenario { fanout, idle };
+
+struct load_options {
+  std::optional<client::endpoint> server;  // a running node
+  std::string tidingsd;                    // or spawn this binary
+  std::vector<std::string> node_args;      // extra flags for the spawned node
+  scenario kind = scenario::fanout;
+  std::size_t sessions = 0;  // 0: the scenario's default
+  std::size_t events = 2000;
+  std::size_t payload_bytes = 200;
+  std::size_t publishers = 4;
+  std::size_t connect_window = 256;  // sessions connecting at once
+  std::string stream = "load";
+  unsigned timeout_s = 300;
+  std::optional<pid_t> pid;  // the node's pid when not spawning (for RSS and CPU)
+  bool help = false;
+};
+
+load_options parse_load_options(const std::vector<std::string>& args);
+
+extern const char* const load_usage;
+
+}  // namespace tidings::load

@@ -1,0 +1,144 @@
+#include "apps/tidings_load/node_process.hpp"
+
+#include <cerrno>
+#include <csignal>
+#include <cstring>
+#include <stdexcept>
+
+#include <fcntl.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <nlohmann/json.hpp>
+
+namespace tidings::load {
+
+namespace {
+
+constexpr std::size_t tail_lines = 40;
+
+}  // namespace
+
+node_process::node_process(const std::string& binary, const std::vector<std::string>& extra_args,
+                           std::chrono::milliseconds start_timeout) {
+  std::string templ = (std::filesystem::temp_directory_path() / "tidings-load-XXXXXX").string();
+  if (!mkdtemp(templ.data())) throw std::runtime_error("mkdtemp: " + std::string(std::strerror(errno)));
+  data_dir_ = templ;
+
+  std::vector<std::string> args{binary, "--listen", "127.0.0.1:0", "--data-dir", data_dir_.string()};
+  args.insert(args.end(), extra_args.begin(), extra_args.end());
+  std::vector<char*> argv;
+  for (auto& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+
+  int fds[2];
+  if (pipe2(fds, O_CLOEXEC) != 0) throw std::runtime_error("pipe: " + std::string(std::strerror(errno)));
+  const pid_t parent = getpid();
+  pid_ = fork();
+  if (pid_ < 0) throw std::runtime_error("fork: " + std::string(std::strerror(errno)));
+  if (pid_ == 0) {
+    // Never leave a node running behind a crashed benchmark.
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (getppid() != parent) _exit(127);
+    dup2(fds[1], STDERR_FILENO);
+    const int devnull = open("/dev/null", O_WRONLY);
+    if (devnull >= 0) dup2(devnull, STDOUT_FILENO);
+    execv(binary.c_str(), argv.data());
+    const std::string msg = "exec " + binary + ": " + std::strerror(errno) + "\n";
+    [[maybe_unused]] auto n = write(STDERR_FILENO, msg.data(), msg.size());
+    _exit(127);
+  }
+  close(fds[1]);
+  stderr_fd_ = fds[0];
+  reader_ = std::thread([this] { read_stderr(); });
+
+  std::unique_lock lock(mutex_);
+  changed_.wait_for(lock, start_timeout, [this] { return listening_port_ || eof_; });
+  if (!listening_port_) {
+    const bool exited = eof_;
+    lock.unlock();
+    const std::string tail = log_tail();
+    stop(std::chrono::seconds(5));
+    throw std::runtime_error(std::string(exited ? "tidingsd exited before listening"
+                                                : "tidingsd did not report node.listening in time") +
+                             "; its last log lines:\n" + tail);
+  }
+  port_ = *listening_port_;
+}
+
+node_process::~node_process() { stop(std::chrono::seconds(10)); }
+
+void node_process::read_stderr() {
+  std::string pending;
+  char buf[8192];
+  for (;;) {
+    const ssize_t n = read(stderr_fd_, buf, sizeof buf);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    pending.append(buf, static_cast<std::size_t>(n));
+    std::size_t start = 0;
+    for (auto nl = pending.find('\n'); nl != std::string::npos; nl = pending.find('\n', start)) {
+      std::string line = pending.substr(start, nl - start);
+      start = nl + 1;
+      std::optional<std::uint16_t> port;
+      if (line.find("node.listening") != std::string::npos) {
+        const auto j = nlohmann::json::parse(line, nullptr, false);
+        if (j.is_object() && j.value("event", "") == "node.listening") {
+          const std::string address = j.value("address", "");
+          const auto colon = address.rfind(':');
+          if (colon != std::string::npos) {
+            try {
+              port = static_cast<std::uint16_t>(std::stoul(address.substr(colon + 1)));
+            } catch (const std::exception&) {
+            }
+          }
+        }
+      }
+      std::lock_guard lock(mutex_);
+      tail_.push_back(std::move(line));
+      if (tail_.size() > tail_lines) tail_.pop_front();
+      if (port && !listening_port_) {
+        listening_port_ = port;
+        changed_.notify_all();
+      }
+    }
+    pending.erase(0, start);
+  }
+  std::lock_guard lock(mutex_);
+  if (!pending.empty()) tail_.push_back(pending);
+  eof_ = true;
+  changed_.notify_all();
+}
+
+int node_process::stop(std::chrono::milliseconds timeout) {
+  if (pid_ <= 0) return -1;
+  kill(pid_, SIGTERM);
+  {
+    // The pipe reaches EOF when the node exits: no need to poll waitpid.
+    std::unique_lock lock(mutex_);
+    if (!changed_.wait_for(lock, timeout, [this] { return eof_; })) {
+      lock.unlock();
+      kill(pid_, SIGKILL);
+    }
+  }
+  int status = 0;
+  while (waitpid(pid_, &status, 0) < 0 && errno == EINTR) {
+  }
+  pid_ = -1;
+  if (reader_.joinable()) reader_.join();
+  if (stderr_fd_ >= 0) close(stderr_fd_);
+  stderr_fd_ = -1;
+  std::error_code ec;
+  std::filesystem::remove_all(data_dir_, ec);
+  return status;
+}
+
+std::string node_process::log_tail() const {
+  std::lock_guard lock(mutex_);
+  std::string out;
+  for (const auto& l : tail_) out += "  " + l + "\n";
+  return out;
+}
+
+}  // namespace tidings::load

@@ -1,0 +1,56 @@
+#pragma once
+
+// The tidingsd the benchmark starts for itself: port 0 and a fresh data
+// directory, the port learned from its `node.listening` log line. Its stderr
+// is drained on a thread for the whole run, because a node that logs per
+// session would otherwise block on a full pipe and skew the measurement.
+
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <filesystem>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <sys/types.h>
+
+namespace tidings::load {
+
+class node_process {
+ public:
+  // Throws std::runtime_error (with the node's last log lines) when it does
+  // not come up within `start_timeout`.
+  node_process(const std::string& binary, const std::vector<std::string>& extra_args,
+               std::chrono::milliseconds start_timeout);
+  ~node_process();
+  node_process(const node_process&) = delete;
+  node_process& operator=(const node_process&) = delete;
+
+  pid_t pid() const { return pid_; }
+  std::uint16_t port() const { return port_; }
+
+  // SIGTERM, then SIGKILL if it has not exited within `timeout`. Returns the
+  // wait status, or -1 when already stopped.
+  int stop(std::chrono::milliseconds timeout);
+  std::string log_tail() const;
+
+ private:
+  void read_stderr();
+
+  pid_t pid_ = -1;
+  int stderr_fd_ = -1;
+  std::uint16_t port_ = 0;
+  std::filesystem::path data_dir_;
+  std::thread reader_;
+  mutable std::mutex mutex_;
+  std::condition_variable changed_;
+  std::deque<std::string> tail_;
+  std::optional<std::uint16_t> listening_port_;
+  bool eof_ = false;
+};
+
+}  // namespace tidings::load

@@ -1,0 +1,56 @@
+#include "apps/tidings_load/session_pool.hpp"
+
+namespace tidings::load {
+
+session_pool::session_pool(boost::asio::io_context& ioc,
+                           const boost::asio::ip::tcp::endpoint& server, const std::string& stream,
+                           std::size_t count, std::size_t window, std::size_t read_size,
+                           event_sink* sink)
+    : ioc_(ioc), server_(server), count_(count), window_(window), read_size_(read_size),
+      sink_(sink) {
+  request_ = "GET /v1/sse?stream=" + stream + " HTTP/1.1\r\nHost: " +
+             server.address().to_string() + ":" + std::to_string(server.port()) +
+             "\r\nAccept: text/event-stream\r\n\r\n";
+  sessions_.reserve(count);
+  hello_seen_.assign(count, false);
+}
+
+void session_pool::open(std::function<void()> on_ready,
+                        std::function<void(const std::string&)> on_failure) {
+  on_ready_ = std::move(on_ready);
+  on_failure_ = std::move(on_failure);
+  for (std::size_t i = 0; i < window_ && sessions_.size() < count_; ++i) start_next();
+}
+
+void session_pool::start_next() {
+  if (sessions_.size() >= count_) return;
+  const std::size_t id = sessions_.size();
+  sessions_.push_back(
+      std::make_unique<sse_session>(ioc_, server_, request_, *this, id, read_size_));
+  sessions_.back()->start();
+}
+
+void session_pool::close_all() {
+  for (auto& s : sessions_) s->close();
+}
+
+void session_pool::on_hello(std::size_t session) {
+  if (hello_seen_[session]) return;
+  hello_seen_[session] = true;
+  ++ready_;
+  start_next();
+  if (ready_ == count_ && on_ready_) on_ready_();
+}
+
+void session_pool::on_event(std::size_t session, std::uint64_t seq, std::int64_t sent_ns,
+                            std::int64_t index, std::int64_t received_ns) {
+  if (sink_) sink_->on_event(session, seq, sent_ns, index, received_ns);
+}
+
+void session_pool::on_failure(std::size_t session, const std::string& why) {
+  if (failed_) return;
+  failed_ = true;
+  if (on_failure_) on_failure_("session " + std::to_string(session) + ": " + why);
+}
+
+}  // namespace tidings::load

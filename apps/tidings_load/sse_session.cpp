@@ -1,0 +1,189 @@
+#include "apps/tidings_load/sse_session.hpp"
+
+#include <algorithm>
+#include <cctype>
+#include <charconv>
+#include <chrono>
+#include <cstring>
+
+#include <boost/asio/write.hpp>
+
+namespace tidings::load {
+
+namespace net = boost::asio;
+using tcp = net::ip::tcp;
+
+namespace {
+
+// A frame larger than this is not one of ours.
+constexpr std::size_t max_pending_body = 1u << 20;
+constexpr std::size_t max_header = 16u << 10;
+
+bool starts_with(std::string_view s, std::string_view p) { return s.substr(0, p.size()) == p; }
+
+// The integer after `"key":` (optional spaces), or false.
+bool find_int(std::string_view text, std::string_view key, std::int64_t& out) {
+  const auto at = text.find(key);
+  if (at == std::string_view::npos) return false;
+  std::size_t i = at + key.size();
+  while (i < text.size() && text[i] == ' ') ++i;
+  const auto [ptr, ec] = std::from_chars(text.data() + i, text.data() + text.size(), out);
+  return ec == std::errc() && ptr != text.data() + i;
+}
+
+}  // namespace
+
+std::int64_t steady_ns() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+sse_session::sse_session(net::io_context& ioc, const tcp::endpoint& server,
+                         const std::string& request, session_observer& observer, std::size_t id,
+                         std::size_t read_size)
+    : socket_(ioc), server_(server), request_(request), observer_(observer), id_(id),
+      read_buf_(read_size) {}
+
+void sse_session::start() {
+  socket_.async_connect(server_, [this](const boost::system::error_code& ec) {
+    if (done_) return;
+    if (ec) return fail("connect: " + ec.message());
+    boost::system::error_code ignored;
+    socket_.set_option(tcp::no_delay(true), ignored);
+    net::async_write(socket_, net::buffer(request_),
+                     [this](const boost::system::error_code& wec, std::size_t) {
+                       if (done_) return;
+                       if (wec) return fail("send request: " + wec.message());
+                       do_read();
+                     });
+  });
+}
+
+void sse_session::close() {
+  done_ = true;
+  boost::system::error_code ignored;
+  socket_.close(ignored);
+}
+
+void sse_session::fail(const std::string& why) {
+  if (done_) return;
+  done_ = true;
+  boost::system::error_code ignored;
+  socket_.close(ignored);
+  observer_.on_failure(id_, why);
+}
+
+void sse_session::do_read() {
+  socket_.async_read_some(net::buffer(read_buf_),
+                          [this](const boost::system::error_code& ec, std::size_t n) {
+                            on_read(ec, n);
+                          });
+}
+
+void sse_session::on_read(const boost::system::error_code& ec, std::size_t n) {
+  if (done_) return;
+  if (ec) {
+    return fail(ec == net::error::eof ? std::string("connection closed by the server")
+                                      : "read: " + ec.message());
+  }
+  std::string_view bytes(read_buf_.data(), n);
+  if (!in_body_) {
+    const auto before = head_.size();
+    head_.append(bytes);
+    const auto end = head_.find("\r\n\r\n");
+    if (end == std::string::npos) {
+      if (head_.size() > max_header) return fail("response header too large");
+      return do_read();
+    }
+    bytes = bytes.substr(end + 4 - before);
+    head_.resize(end + 4);
+    if (!take_header(head_)) return;
+    in_body_ = true;
+  }
+  take_body(bytes.data(), bytes.size());
+  if (done_) return;
+  scan_frames(steady_ns());
+  if (!done_) do_read();
+}
+
+bool sse_session::take_header(std::string_view head) {
+  // "HTTP/1.1 200 OK"
+  const auto sp = head.find(' ');
+  if (sp == std::string_view::npos || !starts_with(head.substr(sp + 1), "200")) {
+    const auto line_end = head.find("\r\n");
+    fail("response " + std::string(head.substr(0, line_end)));
+    return false;
+  }
+  std::string lower(head);
+  std::transform(lower.begin(), lower.end(), lower.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  chunked_ = lower.find("transfer-encoding: chunked") != std::string::npos;
+  head_.clear();
+  head_.shrink_to_fit();
+  return true;
+}
+
+void sse_session::take_body(const char* data, std::size_t size) {
+  if (!chunked_) {
+    body_.append(data, size);
+    return;
+  }
+  switch (dechunk_.feed(data, size, body_)) {
+    case chunked_decoder::status::more:
+      break;
+    case chunked_decoder::status::done:
+      fail("the server ended the event stream");
+      break;
+    case chunked_decoder::status::error:
+      fail("bad chunked encoding");
+      break;
+  }
+}
+
+void sse_session::scan_frames(std::int64_t now_ns) {
+  std::size_t start = 0;
+  for (;;) {
+    const auto end = body_.find("\n\n", start);
+    if (end == std::string::npos) break;
+    on_frame(std::string_view(body_).substr(start, end + 1 - start), now_ns);
+    if (done_) return;
+    start = end + 2;
+  }
+  body_.erase(0, start);
+  if (body_.size() > max_pending_body) fail("an SSE frame over 1 MiB");
+}
+
+void sse_session::on_frame(std::string_view frame, std::int64_t now_ns) {
+  std::string_view event, id, data;
+  std::size_t pos = 0;
+  while (pos < frame.size()) {
+    const auto nl = frame.find('\n', pos);
+    const auto line = frame.substr(pos, nl - pos);
+    pos = nl + 1;
+    if (starts_with(line, "data: ")) {
+      data = line.substr(6);  // our payloads are one line
+    } else if (starts_with(line, "id: ")) {
+      id = line.substr(4);
+    } else if (starts_with(line, "event: ")) {
+      event = line.substr(7);
+    }
+  }
+  if (!event.empty()) {
+    if (event == "hello") return observer_.on_hello(id_);
+    if (event == "heartbeat") return;
+    return fail(std::string(event) + ": " + std::string(data));
+  }
+  if (data.empty()) return;  // "retry:" and comments
+
+  std::int64_t seq = 0, sent = 0, index = 0;
+  const auto colon = id.rfind(':');
+  if (colon == std::string_view::npos ||
+      std::from_chars(id.data() + colon + 1, id.data() + id.size(), seq).ec != std::errc() ||
+      !find_int(data, "\"t\":", sent) || !find_int(data, "\"i\":", index)) {
+    return fail("unexpected event: " + std::string(frame.substr(0, 200)));
+  }
+  observer_.on_event(id_, static_cast<std::uint64_t>(seq), sent, index, now_ns);
+}
+
+}  // namespace tidings::load

@@ -1,0 +1,72 @@
+#pragma once
+
+// One SSE connection of the load client, on raw asio: the response header,
+// chunked decoding and SSE framing are handled by hand so that a single
+// thread can keep thousands of sessions busy. It understands exactly what
+// tidingsd sends ("\n"-terminated lines, frames ending in "\n\n") and the
+// load payload {"t":<ns>,"i":<index>,...}; anything else is a failure.
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
+
+#include "apps/tidings_load/chunked_decoder.hpp"
+
+namespace tidings::load {
+
+class session_observer {
+ public:
+  virtual void on_hello(std::size_t session) = 0;
+  // `seq` comes from the id line, `sent_ns` and `index` from the payload,
+  // `received_ns` is when the read that carried the frame completed.
+  virtual void on_event(std::size_t session, std::uint64_t seq, std::int64_t sent_ns,
+                        std::int64_t index, std::int64_t received_ns) = 0;
+  // Called at most once; the session is dead afterwards.
+  virtual void on_failure(std::size_t session, const std::string& why) = 0;
+
+ protected:
+  ~session_observer() = default;
+};
+
+std::int64_t steady_ns();
+
+class sse_session {
+ public:
+  sse_session(boost::asio::io_context& ioc, const boost::asio::ip::tcp::endpoint& server,
+              const std::string& request, session_observer& observer, std::size_t id,
+              std::size_t read_size);
+  sse_session(const sse_session&) = delete;
+  sse_session& operator=(const sse_session&) = delete;
+
+  void start();
+  // Closes the socket; the pending read completes aborted and reports nothing.
+  void close();
+
+ private:
+  void do_read();
+  void on_read(const boost::system::error_code& ec, std::size_t n);
+  bool take_header(std::string_view bytes);
+  void take_body(const char* data, std::size_t size);
+  void scan_frames(std::int64_t now_ns);
+  void on_frame(std::string_view frame, std::int64_t now_ns);
+  void fail(const std::string& why);
+
+  boost::asio::ip::tcp::socket socket_;
+  boost::asio::ip::tcp::endpoint server_;
+  const std::string& request_;
+  session_observer& observer_;
+  std::size_t id_;
+  std::vector<char> read_buf_;
+  std::string head_;
+  bool in_body_ = false;
+  bool chunked_ = false;
+  chunked_decoder dechunk_;
+  std::string body_;
+  bool done_ = false;  // failed or closed: report nothing more
+};
+
+}  // namespace tidings::load

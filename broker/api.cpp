@@ -1,0 +1,62 @@
+#include "broker/api.hpp"
+
+#include <string_view>
+
+namespace tidings::broker {
+namespace {
+
+// "/v1/streams/NAME/events" -> NAME; empty when the path is not of that shape.
+std::string_view segment_between(std::string_view path, std::string_view prefix,
+                                 std::string_view suffix) {
+  if (!path.starts_with(prefix) || !path.ends_with(suffix) ||
+      path.size() <= prefix.size() + suffix.size())
+    return {};
+  auto name = path.substr(prefix.size(), path.size() - prefix.size() - suffix.size());
+  return name.find('/') == std::string_view::npos ? name : std::string_view();
+}
+
+http_response method_not_allowed(std::string_view allow) {
+  auto r = error_response(405, "method not allowed here; use " + std::string(allow));
+  r.headers.emplace_back("Allow", std::string(allow));
+  return r;
+}
+
+}  // namespace
+
+api::api(actors::hub_registry& hubs, persistence::store& store, const config& cfg)
+    : hubs_(hubs), store_(store), cfg_(cfg) {}
+
+route_result api::handle(const http_request& req, responder respond) {
+  std::string_view path = req.path;
+  const bool get = req.method == "GET" || req.method == "HEAD";
+
+  if (auto name = segment_between(path, "/v1/streams/", "/events"); !name.empty()) {
+    if (req.method == "POST") return publish(std::string(name), req, std::move(respond));
+    if (get) return {history(std::string(name), req), {}};
+    return {method_not_allowed("GET, POST"), {}};
+  }
+  if (path == "/v1/streams" || path == "/v1/streams/") {
+    if (get) return {list_streams(), {}};
+    return {method_not_allowed("GET"), {}};
+  }
+  if (auto name = segment_between(path, "/v1/streams/", ""); !name.empty()) {
+    if (get) return {get_stream(std::string(name)), {}};
+    return {method_not_allowed("GET"), {}};
+  }
+  if (path == "/v1/sse") {
+    if (req.method == "GET") return open_sse(req);
+    return {method_not_allowed("GET"), {}};
+  }
+  if (path == "/healthz") {
+    if (!get) return {method_not_allowed("GET"), {}};
+    return {http_response{200, "{\"status\":\"ok\"}", "application/json", {}}, {}};
+  }
+  if (path == "/readyz") {
+    if (!get) return {method_not_allowed("GET"), {}};
+    if (draining_) return {error_response(503, "draining"), {}};
+    return {http_response{200, "{\"status\":\"ready\"}", "application/json", {}}, {}};
+  }
+  return {error_response(404, "no such route: " + req.method + " " + req.path), {}};
+}
+
+}  // namespace tidings::broker

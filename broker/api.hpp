@@ -1,0 +1,49 @@
+#pragma once
+
+// Routes of the front door (docs/api.md). Handlers answer at once, later
+// through `respond` (publishes wait for durability), or hand the connection
+// over to an SSE session.
+
+#include <atomic>
+#include <functional>
+#include <optional>
+
+#include "actors/hub_registry.hpp"
+#include "broker/config.hpp"
+#include "broker/http_types.hpp"
+#include "persistence/store.hpp"
+#include "relay/sse_options.hpp"
+
+namespace tidings::broker {
+
+using responder = std::function<void(http_response)>;
+
+struct route_result {
+  std::optional<http_response> response;  // answered now
+  std::optional<relay::sse_request> sse;  // becomes an SSE session
+  // neither: `respond` will be called (from any thread)
+};
+
+class api {
+ public:
+  api(actors::hub_registry& hubs, persistence::store& store, const config& cfg);
+
+  route_result handle(const http_request& req, responder respond);
+
+  void set_draining() { draining_ = true; }
+  bool draining() const { return draining_; }
+
+ private:
+  route_result publish(const std::string& stream, const http_request& req, responder respond);
+  http_response history(const std::string& stream, const http_request& req);
+  http_response list_streams();
+  http_response get_stream(const std::string& stream);
+  route_result open_sse(const http_request& req);
+
+  actors::hub_registry& hubs_;
+  persistence::store& store_;
+  const config& cfg_;
+  std::atomic<bool> draining_{false};
+};
+
+}  // namespace tidings::broker

@@ -1,0 +1,174 @@
+#include "broker/config.hpp"
+
+#include <charconv>
+#include <functional>
+#include <map>
+#include <yaml-cpp/yaml.h>
+
+namespace tidings::broker {
+namespace {
+
+using setter = std::function<std::optional<std::string>(config&, const std::string&)>;
+
+template <class T>
+std::optional<T> parse_number(const std::string& text, T min, T max) {
+  T v{};
+  auto [p, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+  if (ec != std::errc() || p != text.data() + text.size() || v < min || v > max) return std::nullopt;
+  return v;
+}
+
+template <class T>
+setter number(T min, T max, std::function<void(config&, T)> apply) {
+  return [=](config& c, const std::string& v) -> std::optional<std::string> {
+    auto n = parse_number<T>(v, min, max);
+    if (!n) return "must be a whole number from " + std::to_string(min) + " to " + std::to_string(max);
+    apply(c, *n);
+    return std::nullopt;
+  };
+}
+
+bool is_loopback(const std::string& host) {
+  return host == "localhost" || host == "::1" || host.rfind("127.", 0) == 0;
+}
+
+std::optional<std::string> set_listen(config& c, const std::string& v) {
+  auto colon = v.rfind(':');
+  if (colon == std::string::npos) return "must be HOST:PORT";
+  auto host = v.substr(0, colon);
+  if (host.size() > 2 && host.front() == '[' && host.back() == ']') host = host.substr(1, host.size() - 2);
+  auto port = parse_number<std::uint16_t>(v.substr(colon + 1), 0, 65535);
+  if (host.empty() || !port) return "must be HOST:PORT with a port from 0 to 65535";
+  // Auth does not exist yet, so anything but loopback would serve every
+  // stream to anyone who can reach the port.
+  if (!is_loopback(host))
+    return "refusing to listen on " + host + ": only loopback is allowed until auth is configured";
+  c.listen_host = host == "localhost" ? "127.0.0.1" : host;
+  c.listen_port = *port;
+  return std::nullopt;
+}
+
+const std::map<std::string, setter>& setters() {
+  static const std::map<std::string, setter> table = {
+      {"listen", set_listen},
+      {"data-dir",
+       [](config& c, const std::string& v) -> std::optional<std::string> {
+         if (v.empty()) return "must not be empty";
+         c.data_dir = v;
+         return std::nullopt;
+       }},
+      {"durability",
+       [](config& c, const std::string& v) -> std::optional<std::string> {
+         auto d = persistence::parse_durability(v);
+         if (!d) return "must be sync, batch or none";
+         c.durability = *d;
+         return std::nullopt;
+       }},
+      {"retention-events", number<std::uint64_t>(0, 1'000'000'000, [](config& c, std::uint64_t v) {
+         c.retention.max_events = v;
+       })},
+      {"retention-age-ms", number<std::int64_t>(0, 100LL * 365 * 86'400'000, [](config& c, std::int64_t v) {
+         c.retention.max_age_ms = v;
+       })},
+      {"heartbeat-ms", number<std::int64_t>(10, 3'600'000, [](config& c, std::int64_t v) {
+         c.sse.heartbeat = std::chrono::milliseconds(v);
+       })},
+      {"queue-frames", number<std::size_t>(2, 1'000'000, [](config& c, std::size_t v) {
+         c.sse.queue_frames = v;
+       })},
+      {"queue-bytes", number<std::size_t>(1024, 1ULL << 32, [](config& c, std::size_t v) {
+         c.sse.queue_bytes = v;
+       })},
+      {"ring-events", number<std::size_t>(0, 1'000'000, [](config& c, std::size_t v) {
+         c.ring_events = v;
+       })},
+      {"max-body-bytes", number<std::size_t>(64, 64ULL << 20, [](config& c, std::size_t v) {
+         c.max_body_bytes = v;
+       })},
+      {"max-header-bytes", number<std::size_t>(1024, 1 << 20, [](config& c, std::size_t v) {
+         c.max_header_bytes = v;
+       })},
+      {"io-threads", number<std::size_t>(1, 64, [](config& c, std::size_t v) { c.io_threads = v; })},
+      {"drain-ms", number<std::int64_t>(0, 600'000, [](config& c, std::int64_t v) {
+         c.drain = std::chrono::milliseconds(v);
+       })},
+      {"verbose",
+       [](config& c, const std::string& v) -> std::optional<std::string> {
+         if (v != "true" && v != "false") return "must be true or false";
+         c.verbose = v == "true";
+         return std::nullopt;
+       }},
+  };
+  return table;
+}
+
+std::optional<std::string> apply(config& c, const std::string& key, const std::string& value,
+                                 const std::string& where) {
+  auto it = setters().find(key);
+  if (it == setters().end()) return where + ": unknown setting '" + key + "'";
+  if (auto err = it->second(c, value)) {
+    // Flags are named in `where` already; file settings name their key.
+    return where.rfind("--", 0) == 0 ? where + " " + *err : where + ": " + key + " " + *err;
+  }
+  return std::nullopt;
+}
+
+std::optional<std::string> apply_file(config& c, const std::string& path) {
+  YAML::Node root;
+  try {
+    root = YAML::LoadFile(path);
+  } catch (const std::exception& e) {
+    return "cannot read config file " + path + ": " + e.what();
+  }
+  if (root.IsNull()) return std::nullopt;
+  if (!root.IsMap()) return "config file " + path + ": expected a mapping of settings";
+  for (const auto& kv : root) {
+    auto key = kv.first.as<std::string>();
+    if (!kv.second.IsScalar()) return "config file " + path + ": " + key + " must be a single value";
+    if (auto err = apply(c, key, kv.second.as<std::string>(), "config file " + path)) return err;
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+std::string usage() {
+  return "usage: tidingsd [--config FILE] [--listen HOST:PORT] [--data-dir DIR]\n"
+         "                [--durability sync|batch|none] [--retention-events N]\n"
+         "                [--retention-age-ms MS] [--heartbeat-ms MS] [--queue-frames N]\n"
+         "                [--queue-bytes N] [--ring-events N] [--max-body-bytes N]\n"
+         "                [--max-header-bytes N] [--io-threads N] [--drain-ms MS] [--verbose]\n";
+}
+
+parse_outcome parse_config(const std::vector<std::string>& args) {
+  config c;
+  // The file goes first whatever its position, so flags always win over it.
+  std::vector<std::pair<std::string, std::string>> flags;
+  for (std::size_t i = 0; i < args.size(); ++i) {
+    const auto& a = args[i];
+    if (a == "--help" || a == "-h") return {std::nullopt, {}};
+    if (a.rfind("--", 0) != 0) return {std::nullopt, "unexpected argument '" + a + "'"};
+    auto eq = a.find('=');
+    auto key = a.substr(2, eq == std::string::npos ? std::string::npos : eq - 2);
+    std::string value;
+    if (eq != std::string::npos) {
+      value = a.substr(eq + 1);
+    } else if (key == "verbose") {
+      value = "true";
+    } else if (i + 1 < args.size()) {
+      value = args[++i];
+    } else {
+      return {std::nullopt, "--" + key + " needs a value"};
+    }
+    if (key == "config") {
+      if (auto err = apply_file(c, value)) return {std::nullopt, *err};
+    } else {
+      flags.emplace_back(key, value);
+    }
+  }
+  for (auto& [key, value] : flags)
+    if (auto err = apply(c, key, value, "--" + key)) return {std::nullopt, *err};
+  return {c, {}};
+}
+
+}  // namespace tidings::broker

@@ -1,0 +1,41 @@
+#pragma once
+
+// Node configuration: built-in defaults, then a YAML file (--config), then
+// flags. Every key of the file is also a flag of the same name.
+
+#include <chrono>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/retention.hpp"
+#include "persistence/store.hpp"
+#include "relay/sse_options.hpp"
+
+namespace tidings::broker {
+
+struct config {
+  std::string listen_host = "127.0.0.1";
+  std::uint16_t listen_port = 8080;
+  std::string data_dir = "./data";
+  persistence::durability durability = persistence::durability::sync;
+  core::retention_policy retention;
+  relay::sse_options sse;
+  std::size_t ring_events = 1024;
+  std::size_t max_body_bytes = 1 << 20;
+  std::size_t max_header_bytes = 16 << 10;
+  std::size_t io_threads = 2;
+  std::chrono::milliseconds drain{5000};
+  bool verbose = false;
+};
+
+struct parse_outcome {
+  std::optional<config> cfg;  // nullopt: see error, or help was asked for
+  std::string error;          // empty with no cfg: print usage and exit 0
+};
+
+parse_outcome parse_config(const std::vector<std::string>& args);
+std::string usage();
+
+}  // namespace tidings::broker

@@ -1,0 +1,42 @@
+#pragma once
+
+// The broker's view of an HTTP exchange, kept free of Beast so that handlers
+// compile quickly and can be tested without sockets.
+
+#include <map>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+namespace tidings::broker {
+
+struct http_request {
+  std::string method;
+  std::string path;                                // decoded target path, no query
+  std::vector<std::pair<std::string, std::string>> query;  // decoded, in order
+  std::map<std::string, std::string> headers;      // names lowercased
+  std::string body;
+  bool from_loopback = true;
+
+  const std::string* header(const std::string& lower_name) const;
+  std::vector<std::string> query_all(std::string_view name) const;
+  const std::string* query_one(std::string_view name) const;
+};
+
+struct http_response {
+  unsigned status = 200;
+  std::string body;
+  std::string content_type = "application/json";
+  std::vector<std::pair<std::string, std::string>> headers;
+};
+
+// {"error": message} with the given status.
+http_response error_response(unsigned status, std::string_view message);
+
+// Splits "/a/b?x=1&y=%2F" into a decoded path and query pairs; false when
+// the percent-encoding is malformed.
+bool parse_target(std::string_view target, std::string& path,
+                  std::vector<std::pair<std::string, std::string>>& query);
+
+}  // namespace tidings::broker

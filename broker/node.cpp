@@ -1,0 +1,127 @@
+#include "broker/node.hpp"
+
+#include <caf/all.hpp>
+#include <condition_variable>
+#include <csignal>
+#include <mutex>
+
+#include "actors/hub_registry.hpp"
+#include "broker/api.hpp"
+#include "broker/http_server.hpp"
+#include "logging/log.hpp"
+#include "persistence/group_commit.hpp"
+#include "relay/io_shard.hpp"
+
+namespace tidings::broker {
+namespace {
+
+std::string_view durability_name(persistence::durability d) {
+  switch (d) {
+    case persistence::durability::sync: return "sync";
+    case persistence::durability::batch: return "batch";
+    case persistence::durability::none: return "none";
+  }
+  return "sync";
+}
+
+// Blocks SIGTERM and SIGINT in this thread and every thread started after,
+// so that only the main thread's sigwait sees them.
+sigset_t block_stop_signals() {
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGTERM);
+  sigaddset(&set, SIGINT);
+  pthread_sigmask(SIG_BLOCK, &set, nullptr);
+  return set;
+}
+
+class drain_waiter {
+ public:
+  void notify() {
+    std::lock_guard lock(mutex_);
+    cv_.notify_all();
+  }
+  template <class Pred>
+  bool wait(std::chrono::milliseconds timeout, Pred done) {
+    std::unique_lock lock(mutex_);
+    return cv_.wait_for(lock, timeout, done);
+  }
+
+ private:
+  std::mutex mutex_;
+  std::condition_variable cv_;
+};
+
+}  // namespace
+
+int run_node(const config& cfg) {
+  logging::set_min_level(cfg.verbose ? logging::level::debug : logging::level::info);
+  auto signals = block_stop_signals();
+
+  std::unique_ptr<persistence::store> store;
+  if (auto s = persistence::store::open(cfg.data_dir, cfg.durability, &store); !s.ok()) {
+    logging::error("node.store_failed", {{"data_dir", cfg.data_dir}, {"error", s.message()}});
+    return 1;
+  }
+  persistence::group_committer committer(*store);
+
+  caf::actor_system_config caf_cfg;
+  caf_cfg.set("scheduler.max-threads", 2);
+  caf::actor_system system{caf_cfg};
+  {
+    actors::hub_defaults defaults;
+    defaults.retention = cfg.retention;
+    defaults.ring_events = cfg.ring_events;
+    actors::hub_registry hubs(system, *store, committer, defaults);
+
+    drain_waiter waiter;
+    std::vector<std::shared_ptr<relay::io_shard>> shards;
+    for (std::size_t i = 0; i < cfg.io_threads; ++i) {
+      shards.push_back(std::make_shared<relay::io_shard>(i, hubs));
+      shards.back()->on_idle([&waiter] { waiter.notify(); });
+    }
+    api routes(hubs, *store, cfg);
+    http_server server(shards, routes, {cfg.max_header_bytes, cfg.max_body_bytes, std::chrono::seconds(60)},
+                       cfg.sse);
+    if (auto err = server.listen(cfg.listen_host, cfg.listen_port)) {
+      logging::error("node.listen_failed", {{"error", *err}});
+      return 1;
+    }
+    for (auto& s : shards) s->start();
+    server.start();
+    auto address = (cfg.listen_host.find(':') != std::string::npos ? "[" + cfg.listen_host + "]"
+                                                                     : cfg.listen_host) +
+                   ":" + std::to_string(server.port());
+    logging::info("node.listening", {{"address", address},
+                                     {"data_dir", cfg.data_dir},
+                                     {"durability", durability_name(cfg.durability)},
+                                     {"io_threads", static_cast<std::uint64_t>(cfg.io_threads)}});
+
+    int sig = 0;
+    sigwait(&signals, &sig);
+    logging::info("node.draining", {{"signal", static_cast<std::int64_t>(sig)}});
+
+    routes.set_draining();
+    server.stop_accepting();
+    for (auto& s : shards) s->drain();
+    auto sessions_left = [&] {
+      std::size_t n = 0;
+      for (auto& s : shards) n += s->session_count();
+      return n;
+    };
+    if (!waiter.wait(cfg.drain, [&] { return sessions_left() == 0; }))
+      logging::warn("node.drain_timeout", {{"sessions", static_cast<std::uint64_t>(sessions_left())}});
+
+    // Everything accepted is written before the hubs go away.
+    committer.stop();
+    for (auto& h : hubs.all()) caf::anon_send_exit(h, caf::exit_reason::user_shutdown);
+    system.await_all_actors_done();
+    for (auto& s : shards) s->stop_context();
+    for (auto& s : shards) s->join();
+    for (auto& s : shards) s->discard_sessions();
+  }
+  logging::info("node.stopped");
+  return 0;
+}
+
+}  // namespace tidings::broker

@@ -1,0 +1,126 @@
+// GET /v1/streams, /v1/streams/{stream}, /v1/streams/{stream}/events
+
+#include <charconv>
+
+#include "broker/api.hpp"
+#include "core/json_text.hpp"
+#include "core/stream_name.hpp"
+
+namespace tidings::broker {
+namespace {
+
+constexpr std::uint64_t max_history_limit = 1000;
+// A prefix read scans at most this many events per request, matched or not,
+// so a rare prefix cannot make one request read a whole stream.
+constexpr std::uint64_t max_history_scan = 10000;
+
+std::string stream_json(const persistence::stream_meta& m) {
+  auto count = m.head_seq + 1 - m.first_seq;
+  std::string j = "{\"name\":" + core::json_string(m.name);
+  j += ",\"epoch\":\"" + core::format_epoch(m.epoch) + "\"";
+  j += ",\"head\":\"" + core::format_cursor({m.epoch, m.head_seq}) + "\"";
+  j += ",\"first\":\"" + core::format_cursor({m.epoch, m.first_seq}) + "\"";
+  j += ",\"events\":" + std::to_string(count);
+  j += ",\"retention\":{\"events\":" + std::to_string(m.retention_count) +
+       ",\"age_ms\":" + std::to_string(m.retention_age_ms) + "}}";
+  return j;
+}
+
+http_response gone(std::string_view reason, std::string message, core::cursor head) {
+  auto r = error_response(410, message);
+  r.body.pop_back();
+  r.body += ",\"reason\":\"" + std::string(reason) + "\",\"head\":\"" + core::format_cursor(head) + "\"}";
+  return r;
+}
+
+http_response storage_error(const persistence::status& s) {
+  return error_response(500, "storage error: " + s.message());
+}
+
+}  // namespace
+
+http_response api::list_streams() {
+  std::vector<persistence::stream_meta> metas;
+  if (auto s = store_.load_streams(&metas); !s.ok()) return storage_error(s);
+  std::string body = "{\"streams\":[";
+  bool first = true;
+  for (auto& m : metas) {
+    if (m.tenant != "default") continue;
+    if (!first) body += ',';
+    first = false;
+    body += stream_json(m);
+  }
+  return {200, body + "]}", "application/json", {}};
+}
+
+http_response api::get_stream(const std::string& stream) {
+  if (!core::valid_stream_name(stream)) return error_response(400, "bad stream name '" + stream + "'");
+  std::optional<persistence::stream_meta> meta;
+  if (auto s = store_.get_stream("default", stream, &meta); !s.ok()) return storage_error(s);
+  if (!meta) return error_response(404, "no stream named '" + stream + "'");
+  return {200, stream_json(*meta), "application/json", {}};
+}
+
+http_response api::history(const std::string& stream, const http_request& req) {
+  if (!core::valid_stream_name(stream)) return error_response(400, "bad stream name '" + stream + "'");
+  std::uint64_t limit = 100;
+  if (auto* l = req.query_one("limit")) {
+    auto [p, ec] = std::from_chars(l->data(), l->data() + l->size(), limit);
+    if (ec != std::errc() || p != l->data() + l->size() || limit < 1 || limit > max_history_limit)
+      return error_response(400, "limit must be a whole number from 1 to 1000");
+  }
+  std::optional<core::cursor> since;
+  if (auto* s = req.query_one("since")) {
+    since = core::parse_cursor(*s);
+    if (!since) return error_response(400, "since must be a cursor <epoch>:<seq>, got '" + *s + "'");
+  }
+  std::string prefix;
+  if (auto* p = req.query_one("prefix")) prefix = *p;
+
+  std::optional<persistence::stream_meta> meta;
+  if (auto s = store_.get_stream("default", stream, &meta); !s.ok()) return storage_error(s);
+  if (!meta) return error_response(404, "no stream named '" + stream + "'");
+  const auto& m = *meta;
+  core::cursor head{m.epoch, m.head_seq};
+
+  std::uint64_t after = m.first_seq - 1;
+  if (since) {
+    if (since->epoch != m.epoch)
+      return gone("epoch_changed", "the cursor belongs to another epoch of this stream", head);
+    switch (core::check_resume(since->seq, m.first_seq, m.head_seq)) {
+      case core::resume_check::too_old:
+        return gone("cursor_too_old", "the cursor is older than the first retained event", head);
+      case core::resume_check::ahead_of_head:
+        return gone("cursor_ahead", "the cursor is past the stream's head", head);
+      case core::resume_check::ok: break;
+    }
+    after = since->seq;
+  }
+
+  std::string events;
+  std::uint64_t matched = 0, scanned = 0, next = after;
+  while (matched < limit && scanned < max_history_scan && next < m.head_seq) {
+    std::vector<persistence::stored_event> page;
+    auto want = prefix.empty() ? limit - matched : std::min<std::uint64_t>(256, max_history_scan - scanned);
+    if (auto s = store_.read_events(m.id, next, m.head_seq, want, &page); !s.ok()) return storage_error(s);
+    if (page.empty()) break;
+    for (auto& e : page) {
+      ++scanned;
+      next = e.seq;
+      if (!prefix.empty() && !std::string_view(e.ev.path).starts_with(prefix)) continue;
+      if (matched) events += ',';
+      events += "{\"cursor\":\"" + core::format_cursor({m.epoch, e.seq}) + "\",\"path\":" +
+                core::json_string(e.ev.path) + ",\"type\":" + core::json_string(e.ev.type) +
+                ",\"time\":" + std::to_string(e.ev.time_ms) + ",\"data\":" + e.ev.data_json + "}";
+      if (++matched == limit) break;
+    }
+  }
+  std::string body = "{\"stream\":" + core::json_string(stream);
+  body += ",\"head\":\"" + core::format_cursor(head) + "\"";
+  body += ",\"first\":\"" + core::format_cursor({m.epoch, m.first_seq}) + "\"";
+  body += ",\"events\":[" + events + "]";
+  body += ",\"next\":\"" + core::format_cursor({m.epoch, next}) + "\"}";
+  return {200, std::move(body), "application/json", {}};
+}
+
+}  // namespace tidings::broker

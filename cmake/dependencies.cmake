@@ -1,0 +1,27 @@
+# Every third-party dependency comes from Debian 12's packages (scripts/bootstrap).
+set(THREADS_PREFER_PTHREAD_FLAG ON)
+find_package(Threads REQUIRED)
+find_package(Boost 1.74 REQUIRED)
+find_package(Protobuf 3.21 REQUIRED)
+find_package(RocksDB CONFIG REQUIRED)
+find_package(nlohmann_json REQUIRED)
+find_package(yaml-cpp REQUIRED)
+
+# CAF 0.17 ships no CMake package: define imported targets by hand.
+find_path(CAF_INCLUDE_DIR caf/all.hpp REQUIRED)
+find_library(CAF_CORE_LIBRARY caf_core REQUIRED)
+find_library(CAF_IO_LIBRARY caf_io REQUIRED)
+add_library(CAF::core SHARED IMPORTED)
+set_target_properties(CAF::core PROPERTIES
+  IMPORTED_LOCATION ${CAF_CORE_LIBRARY}
+  INTERFACE_SYSTEM_INCLUDE_DIRECTORIES ${CAF_INCLUDE_DIR}
+  INTERFACE_LINK_LIBRARIES Threads::Threads)
+add_library(CAF::io SHARED IMPORTED)
+set_target_properties(CAF::io PROPERTIES
+  IMPORTED_LOCATION ${CAF_IO_LIBRARY}
+  INTERFACE_LINK_LIBRARIES CAF::core)
+
+if(TIDINGS_TESTS)
+  find_package(Catch2 REQUIRED)
+  find_package(benchmark)
+endif()

@@ -1,0 +1,44 @@
+#include "core/stream_name.hpp"
+
+#include "core/event.hpp"
+
+namespace tidings::core {
+
+namespace {
+
+bool name_start(char ch) { return (ch >= 'a' && ch <= 'z') || (ch >= '0' && ch <= '9'); }
+bool name_char(char ch) { return name_start(ch) || ch == '.' || ch == '_' || ch == '-'; }
+
+// Watch notices go to "watch:<name>" (DESIGN.md), a name publishers cannot
+// use but subscribers may select.
+constexpr std::string_view watch_stream_prefix = "watch:";
+
+bool selectable_stream(std::string_view name) {
+  if (name.starts_with(watch_stream_prefix)) name.remove_prefix(watch_stream_prefix.size());
+  return valid_stream_name(name);
+}
+
+}  // namespace
+
+bool valid_stream_name(std::string_view name) {
+  if (name.empty() || name.size() > 128 || !name_start(name.front())) return false;
+  for (char ch : name)
+    if (!name_char(ch)) return false;
+  return true;
+}
+
+std::optional<stream_selector> parse_stream_selector(std::string_view text) {
+  stream_selector out;
+  auto split = text.find(":/");
+  if (split == std::string_view::npos) {
+    out.stream = std::string(text);
+  } else {
+    out.stream = std::string(text.substr(0, split));
+    out.prefix = std::string(text.substr(split + 1));
+    if (check_event_path(out.prefix)) return std::nullopt;
+  }
+  if (!selectable_stream(out.stream)) return std::nullopt;
+  return out;
+}
+
+}  // namespace tidings::core

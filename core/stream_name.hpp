@@ -1,0 +1,21 @@
+#pragma once
+
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace tidings::core {
+
+// [a-z0-9][a-z0-9._-]{0,127}
+bool valid_stream_name(std::string_view name);
+
+// One `stream=` parameter of the SSE route: NAME, or NAME:PREFIX where PREFIX
+// starts with '/'. The split is at the first ":/" so later stream names that
+// contain ':' (watch:NAME) stay unambiguous.
+struct stream_selector {
+  std::string stream;
+  std::string prefix;  // empty: every path
+};
+std::optional<stream_selector> parse_stream_selector(std::string_view text);
+
+}  // namespace tidings::core

@@ -1,0 +1,99 @@
+#include "persistence/group_commit.hpp"
+
+#include <rocksdb/write_batch.h>
+
+#include <vector>
+
+namespace tidings::persistence {
+
+group_committer::group_committer(store& db, std::chrono::milliseconds batch_interval)
+    : db_(db), batch_interval_(batch_interval), thread_([this] { run(); }) {}
+
+group_committer::~group_committer() { stop(); }
+
+void group_committer::submit(write_set ws, callback done) {
+  {
+    std::lock_guard lock(mutex_);
+    if (!stopping_) {
+      pending_.emplace_back(std::move(ws), std::move(done));
+      wake_.notify_one();
+      return;
+    }
+  }
+  done(status::error("group committer is stopped"));
+}
+
+void group_committer::stop() {
+  {
+    std::lock_guard lock(mutex_);
+    stopping_ = true;
+  }
+  wake_.notify_one();
+  // A callback that stops its own committer must not join itself.
+  if (thread_.joinable() && thread_.get_id() != std::this_thread::get_id()) thread_.join();
+}
+
+std::uint64_t group_committer::batches_written() const {
+  std::lock_guard lock(mutex_);
+  return batches_;
+}
+
+std::uint64_t group_committer::sets_written() const {
+  std::lock_guard lock(mutex_);
+  return sets_;
+}
+
+// Sleeps on the condition variable until there is work. The only timed wait
+// is the `batch` durability's deferred fsync, armed by a write, so an idle
+// committer does not wake at all.
+void group_committer::run() {
+  using clock = std::chrono::steady_clock;
+  clock::time_point sync_due;
+  std::unique_lock lock(mutex_);
+  for (;;) {
+    if (unsynced_ && (clock::now() >= sync_due || (stopping_ && pending_.empty()))) {
+      unsynced_ = false;
+      lock.unlock();
+      bool synced = db_.sync_wal().ok();
+      lock.lock();
+      if (!synced && !stopping_) {
+        // Retry after another interval; acknowledged writes are in the WAL
+        // already, only their fsync is outstanding.
+        unsynced_ = true;
+        sync_due = clock::now() + batch_interval_;
+      }
+      continue;
+    }
+    if (!pending_.empty()) {
+      std::vector<std::pair<write_set, callback>> taken(std::make_move_iterator(pending_.begin()),
+                                                        std::make_move_iterator(pending_.end()));
+      pending_.clear();
+      lock.unlock();
+
+      rocksdb::WriteBatch batch;
+      for (const auto& entry : taken) db_.add_to_batch(entry.first, batch);
+      status result = db_.write(batch);
+
+      lock.lock();
+      if (result.ok()) {
+        ++batches_;
+        sets_ += taken.size();
+      }
+      if (result.ok() && db_.mode() == durability::batch && !unsynced_) {
+        unsynced_ = true;
+        sync_due = clock::now() + batch_interval_;
+      }
+      lock.unlock();
+      for (auto& entry : taken) entry.second(result);
+      lock.lock();
+      continue;
+    }
+    if (stopping_) return;
+    if (unsynced_)
+      wake_.wait_until(lock, sync_due);
+    else
+      wake_.wait(lock);
+  }
+}
+
+}  // namespace tidings::persistence

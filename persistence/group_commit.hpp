@@ -1,0 +1,55 @@
+#pragma once
+
+// Group commit: many hubs submit write_sets; one thread merges everything
+// pending into one WriteBatch, writes it (one fsync under `sync`), then calls
+// each submitter's callback. Concurrent publishers therefore share fsyncs.
+// Under `batch` durability the WAL fsync follows within `batch_interval`.
+
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <mutex>
+#include <thread>
+
+#include "persistence/store.hpp"
+
+namespace tidings::persistence {
+
+class group_committer {
+ public:
+  using callback = std::function<void(const status&)>;
+
+  group_committer(store& db, std::chrono::milliseconds batch_interval = std::chrono::milliseconds(5));
+  ~group_committer();  // stop()
+  group_committer(const group_committer&) = delete;
+  group_committer& operator=(const group_committer&) = delete;
+
+  // Thread-safe. `done` runs on the committer thread once the write is
+  // durable under the store's durability, or failed. After stop(), `done`
+  // is called at once with an error.
+  void submit(write_set ws, callback done);
+
+  // Writes everything submitted so far, then ends the thread. Idempotent.
+  void stop();
+
+  std::uint64_t batches_written() const;
+  std::uint64_t sets_written() const;
+
+ private:
+  void run();
+
+  store& db_;
+  std::chrono::milliseconds batch_interval_;
+  mutable std::mutex mutex_;
+  std::condition_variable wake_;
+  std::deque<std::pair<write_set, callback>> pending_;
+  bool stopping_ = false;
+  bool unsynced_ = false;  // `batch` durability: a write awaits its fsync
+  std::uint64_t batches_ = 0;
+  std::uint64_t sets_ = 0;
+  std::thread thread_;
+};
+
+}  // namespace tidings::persistence

@@ -1,0 +1,305 @@
+#include "persistence/store.hpp"
+
+#include <rocksdb/db.h>
+#include <rocksdb/iterator.h>
+#include <rocksdb/options.h>
+#include <rocksdb/slice.h>
+#include <rocksdb/write_batch.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <limits>
+#include <mutex>
+#include <system_error>
+
+#include "persistence/keys.hpp"
+#include "proto/tidings.pb.h"
+
+namespace tidings::persistence {
+
+namespace {
+
+// Index of each family in store::families_; any other family found on disk
+// (added by a later version) is opened after these so a reopen never fails.
+enum family : std::size_t { default_cf, streams_cf, events_cf, idempotency_cf, meta_cf, known_families };
+const char* const family_names[known_families] = {"default", "streams", "events", "idempotency", "meta"};
+
+constexpr std::string_view schema_version_key = "schema_version";
+constexpr std::string_view schema_version = "1";
+constexpr std::string_view next_stream_id_key = "next_stream_id";
+
+// Stream ids are rare (one per created stream), so one lock for every store
+// in the process costs nothing and keeps store.hpp free of <mutex>.
+std::mutex stream_id_mutex;
+
+status from(const rocksdb::Status& s, std::string_view what) {
+  if (s.ok()) return {};
+  return status::error(std::string(what) + ": " + s.ToString());
+}
+
+rocksdb::Slice slice(std::string_view s) { return {s.data(), s.size()}; }
+
+// WriteBatch puts fail only for a key or value over 4 GiB, which request
+// size limits rule out long before storage; treat it as a broken invariant.
+void must(const rocksdb::Status& s) {
+  if (s.ok()) return;
+  std::fprintf(stderr, "tidings: WriteBatch rejected an update: %s\n", s.ToString().c_str());
+  std::abort();
+}
+
+std::string serialize(const stream_meta& m) {
+  proto::StreamMeta p;
+  p.set_id(m.id);
+  p.set_epoch(m.epoch);
+  p.set_first_seq(m.first_seq);
+  p.set_head_seq(m.head_seq);
+  p.set_retention_count(m.retention_count);
+  p.set_retention_age_ms(m.retention_age_ms);
+  p.set_created_ms(m.created_ms);
+  return p.SerializeAsString();
+}
+
+bool parse(std::string_view bytes, std::string tenant, std::string name, stream_meta* out) {
+  proto::StreamMeta p;
+  if (bytes.size() > static_cast<std::size_t>(std::numeric_limits<int>::max()) ||
+      !p.ParseFromArray(bytes.data(), static_cast<int>(bytes.size())))
+    return false;
+  out->tenant = std::move(tenant);
+  out->name = std::move(name);
+  out->id = p.id();
+  out->epoch = p.epoch();
+  out->first_seq = p.first_seq();
+  out->head_seq = p.head_seq();
+  out->retention_count = p.retention_count();
+  out->retention_age_ms = p.retention_age_ms();
+  out->created_ms = p.created_ms();
+  return true;
+}
+
+std::string serialize(const core::event& e) {
+  proto::StoredEvent p;
+  p.set_path(e.path);
+  p.set_type(e.type);
+  p.set_data_json(e.data_json);
+  p.set_time_ms(e.time_ms);
+  return p.SerializeAsString();
+}
+
+bool parse(std::string_view bytes, core::event* out) {
+  proto::StoredEvent p;
+  if (bytes.size() > static_cast<std::size_t>(std::numeric_limits<int>::max()) ||
+      !p.ParseFromArray(bytes.data(), static_cast<int>(bytes.size())))
+    return false;
+  out->path = std::move(*p.mutable_path());
+  out->type = std::move(*p.mutable_type());
+  out->data_json = std::move(*p.mutable_data_json());
+  out->time_ms = p.time_ms();
+  return true;
+}
+
+std::string serialize(const idempotency_record& r) {
+  proto::IdempotencyRecord p;
+  p.set_epoch(r.epoch);
+  p.set_first_seq(r.first_seq);
+  p.set_count(r.count);
+  p.set_time_ms(r.time_ms);
+  return p.SerializeAsString();
+}
+
+bool parse(std::string_view bytes, idempotency_record* out) {
+  proto::IdempotencyRecord p;
+  if (bytes.size() > static_cast<std::size_t>(std::numeric_limits<int>::max()) ||
+      !p.ParseFromArray(bytes.data(), static_cast<int>(bytes.size())))
+    return false;
+  out->epoch = p.epoch();
+  out->first_seq = p.first_seq();
+  out->count = p.count();
+  out->time_ms = p.time_ms();
+  return true;
+}
+
+}  // namespace
+
+std::optional<durability> parse_durability(std::string_view text) {
+  if (text == "sync") return durability::sync;
+  if (text == "batch") return durability::batch;
+  if (text == "none") return durability::none;
+  return std::nullopt;
+}
+
+status store::open(const std::string& dir, durability d, std::unique_ptr<store>* out) {
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (ec) return status::error("create " + dir + ": " + ec.message());
+
+  rocksdb::Options options;
+  options.create_if_missing = true;
+  options.create_missing_column_families = true;
+
+  std::vector<std::string> names(family_names, family_names + known_families);
+  if (std::filesystem::exists(std::filesystem::path(dir) / "CURRENT", ec)) {
+    std::vector<std::string> existing;
+    if (auto s = from(rocksdb::DB::ListColumnFamilies(options, dir, &existing), "list column families of " + dir);
+        !s.ok())
+      return s;
+    for (auto& name : existing)
+      if (std::find(names.begin(), names.end(), name) == names.end()) names.push_back(name);
+  }
+  std::vector<rocksdb::ColumnFamilyDescriptor> descriptors;
+  for (auto& name : names) descriptors.emplace_back(name, rocksdb::ColumnFamilyOptions(options));
+
+  std::unique_ptr<store> db(new store());
+  db->durability_ = d;
+  rocksdb::DB* raw = nullptr;
+  if (auto s = from(rocksdb::DB::Open(options, dir, descriptors, &db->families_, &raw), "open " + dir); !s.ok())
+    return s;
+  db->db_.reset(raw);
+
+  std::string version;
+  auto got = db->db_->Get(rocksdb::ReadOptions(), db->families_[meta_cf], slice(schema_version_key), &version);
+  if (got.IsNotFound()) {
+    rocksdb::WriteOptions wo;
+    wo.sync = true;
+    if (auto s = from(db->db_->Put(wo, db->families_[meta_cf], slice(schema_version_key), slice(schema_version)),
+                      "write schema version");
+        !s.ok())
+      return s;
+  } else if (!got.ok()) {
+    return from(got, "read schema version");
+  } else if (version != schema_version) {
+    return status::error("unsupported schema version " + version + " in " + dir);
+  }
+  *out = std::move(db);
+  return {};
+}
+
+store::~store() {
+  if (!db_) return;
+  for (auto* handle : families_) {
+    // Nothing useful to do with a failure while closing; the WAL has the data.
+    [[maybe_unused]] auto s = db_->DestroyColumnFamilyHandle(handle);
+  }
+  families_.clear();
+  [[maybe_unused]] auto s = db_->Close();
+  db_.reset();
+}
+
+status store::allocate_stream_id(std::uint64_t* id) {
+  std::lock_guard lock(stream_id_mutex);
+  std::string value;
+  std::uint64_t next = 1;
+  auto got = db_->Get(rocksdb::ReadOptions(), families_[meta_cf], slice(next_stream_id_key), &value);
+  if (got.ok()) {
+    if (value.size() != 8) return status::error("corrupt next_stream_id in meta");
+    next = read_be64(value);
+  } else if (!got.IsNotFound()) {
+    return from(got, "read next_stream_id");
+  }
+  if (next == std::numeric_limits<std::uint64_t>::max()) return status::error("stream ids exhausted");
+  std::string updated;
+  append_be64(updated, next + 1);
+  // Synced whatever the durability: a reused id would mix two streams' events.
+  rocksdb::WriteOptions wo;
+  wo.sync = true;
+  if (auto s = from(db_->Put(wo, families_[meta_cf], slice(next_stream_id_key), updated), "write next_stream_id");
+      !s.ok())
+    return s;
+  *id = next;
+  return {};
+}
+
+status store::load_streams(std::vector<stream_meta>* out) {
+  out->clear();
+  std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(rocksdb::ReadOptions(), families_[streams_cf]));
+  for (it->SeekToFirst(); it->Valid(); it->Next()) {
+    auto key = it->key().ToStringView();
+    auto parts = parse_stream_key(key);
+    stream_meta meta;
+    if (!parts || !parse(it->value().ToStringView(), std::move(parts->tenant), std::move(parts->name), &meta))
+      return status::error("corrupt stream record in the streams family");
+    out->push_back(std::move(meta));
+  }
+  return from(it->status(), "scan streams");
+}
+
+status store::get_stream(const std::string& tenant, const std::string& name, std::optional<stream_meta>* out) {
+  out->reset();
+  std::string value;
+  auto got = db_->Get(rocksdb::ReadOptions(), families_[streams_cf], stream_key(tenant, name), &value);
+  if (got.IsNotFound()) return {};
+  if (!got.ok()) return from(got, "read stream " + name);
+  stream_meta meta;
+  if (!parse(value, tenant, name, &meta)) return status::error("corrupt stream record for " + name);
+  *out = std::move(meta);
+  return {};
+}
+
+status store::read_events(std::uint64_t stream_id, std::uint64_t after_seq, std::uint64_t up_to_seq,
+                          std::size_t max, std::vector<stored_event>* out) {
+  out->clear();
+  if (max == 0 || after_seq >= up_to_seq) return {};
+
+  constexpr auto u64_max = std::numeric_limits<std::uint64_t>::max();
+  // The bound's bytes must outlive the iterator, which keeps only a Slice.
+  std::string upper;
+  if (up_to_seq < u64_max)
+    upper = event_key(stream_id, up_to_seq + 1);
+  else if (stream_id < u64_max)
+    upper = event_key_prefix(stream_id + 1);
+  rocksdb::Slice upper_slice(upper);
+  rocksdb::ReadOptions ro;
+  if (!upper.empty()) ro.iterate_upper_bound = &upper_slice;
+
+  std::string prefix = event_key_prefix(stream_id);
+  std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(ro, families_[events_cf]));
+  for (it->Seek(event_key(stream_id, after_seq + 1)); it->Valid() && out->size() < max; it->Next()) {
+    auto key = it->key().ToStringView();
+    if (key.size() != event_key_size || !key.starts_with(prefix)) break;
+    stored_event ev;
+    ev.seq = read_be64(key.substr(8));
+    if (ev.seq > up_to_seq) break;
+    if (!parse(it->value().ToStringView(), &ev.ev))
+      return status::error("corrupt event " + std::to_string(ev.seq) + " of stream id " + std::to_string(stream_id));
+    out->push_back(std::move(ev));
+  }
+  return from(it->status(), "scan events");
+}
+
+status store::get_idempotency(std::uint64_t stream_id, const std::string& key,
+                              std::optional<idempotency_record>* out) {
+  out->reset();
+  std::string value;
+  auto got = db_->Get(rocksdb::ReadOptions(), families_[idempotency_cf], idempotency_key(stream_id, key), &value);
+  if (got.IsNotFound()) return {};
+  if (!got.ok()) return from(got, "read idempotency record");
+  idempotency_record record;
+  if (!parse(value, &record)) return status::error("corrupt idempotency record");
+  *out = record;
+  return {};
+}
+
+void store::add_to_batch(const write_set& ws, rocksdb::WriteBatch& batch) const {
+  if (ws.meta) must(batch.Put(families_[streams_cf], stream_key(ws.meta->tenant, ws.meta->name), serialize(*ws.meta)));
+  for (const auto& ev : ws.events)
+    must(batch.Put(families_[events_cf], event_key(ws.stream_id, ev.seq), serialize(ev.ev)));
+  if (ws.trim_before > 0)
+    must(batch.DeleteRange(families_[events_cf], event_key(ws.stream_id, 0), event_key(ws.stream_id, ws.trim_before)));
+  for (const auto& [key, record] : ws.idempotency)
+    must(batch.Put(families_[idempotency_cf], idempotency_key(ws.stream_id, key), serialize(record)));
+}
+
+status store::write(rocksdb::WriteBatch& batch) {
+  rocksdb::WriteOptions wo;
+  wo.sync = durability_ == durability::sync;
+  wo.disableWAL = durability_ == durability::none;
+  return from(db_->Write(wo, &batch), "write batch");
+}
+
+status store::sync_wal() {
+  if (durability_ == durability::none) return {};
+  return from(db_->SyncWAL(), "sync WAL");
+}
+
+}  // namespace tidings::persistence

@@ -1,0 +1,103 @@
+#pragma once
+
+// The node's RocksDB database (DESIGN.md "Storage"). Thread-safe: RocksDB is,
+// and the few in-memory fields are guarded. Every rocksdb::Status is turned
+// into a persistence::status the caller must check.
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/event.hpp"
+#include "persistence/status.hpp"
+
+namespace rocksdb {
+class DB;
+class ColumnFamilyHandle;
+class WriteBatch;
+}  // namespace rocksdb
+
+namespace tidings::persistence {
+
+enum class durability {
+  sync,   // WAL fsynced before a write is acknowledged (group commit shares it)
+  batch,  // WAL written before ack; fsynced a few ms later
+  none,   // no WAL: acknowledged from memory, lost on a crash
+};
+std::optional<durability> parse_durability(std::string_view text);
+
+struct stream_meta {
+  std::string tenant;
+  std::string name;
+  std::uint64_t id = 0;
+  std::uint64_t epoch = 0;
+  std::uint64_t first_seq = 1;  // head_seq + 1 when empty
+  std::uint64_t head_seq = 0;
+  std::uint64_t retention_count = 0;
+  std::int64_t retention_age_ms = 0;
+  std::int64_t created_ms = 0;
+};
+
+struct stored_event {
+  std::uint64_t seq = 0;
+  core::event ev;
+};
+
+struct idempotency_record {
+  std::uint64_t epoch = 0;
+  std::uint64_t first_seq = 0;
+  std::uint64_t count = 0;
+  std::int64_t time_ms = 0;
+};
+
+// One atomic unit of work, built by a hub and applied by the group committer.
+struct write_set {
+  std::optional<stream_meta> meta;  // put (create or update) the stream's meta
+  std::uint64_t stream_id = 0;
+  std::vector<stored_event> events;  // appended under stream_id
+  std::uint64_t trim_before = 0;     // if > 0: delete events [0, trim_before) of stream_id
+  std::vector<std::pair<std::string, idempotency_record>> idempotency;  // key -> record
+};
+
+class store {
+ public:
+  // Creates the directory and the column families when missing; reopens an
+  // existing database with all of its families.
+  static status open(const std::string& dir, durability d, std::unique_ptr<store>* out);
+  ~store();
+  store(const store&) = delete;
+  store& operator=(const store&) = delete;
+
+  durability mode() const { return durability_; }
+
+  // A fresh id for a new stream (persisted counter in the meta family).
+  status allocate_stream_id(std::uint64_t* id);
+
+  status load_streams(std::vector<stream_meta>* out);
+  status get_stream(const std::string& tenant, const std::string& name, std::optional<stream_meta>* out);
+
+  // Up to `max` events with seq > after_seq, in seq order, stopping before
+  // any seq > up_to_seq.
+  status read_events(std::uint64_t stream_id, std::uint64_t after_seq, std::uint64_t up_to_seq,
+                     std::size_t max, std::vector<stored_event>* out);
+
+  status get_idempotency(std::uint64_t stream_id, const std::string& key,
+                         std::optional<idempotency_record>* out);
+
+  // Adds one write_set to a batch (the group committer merges many).
+  void add_to_batch(const write_set& ws, rocksdb::WriteBatch& batch) const;
+  // Writes a batch under the store's durability (sync: fsynced).
+  status write(rocksdb::WriteBatch& batch);
+  // Fsyncs the WAL (the `batch` durability's deferred sync).
+  status sync_wal();
+
+ private:
+  store() = default;
+  durability durability_ = durability::sync;
+  std::unique_ptr<rocksdb::DB> db_;
+  std::vector<rocksdb::ColumnFamilyHandle*> families_;
+};
+
+}  // namespace tidings::persistence

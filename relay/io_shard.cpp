@@ -1,0 +1,112 @@
+#include "relay/io_shard.hpp"
+
+#include <algorithm>
+#include <boost/asio/post.hpp>
+
+#include "logging/log.hpp"
+#include "relay/sse_session.hpp"
+
+namespace tidings::relay {
+
+namespace net = boost::asio;
+
+io_shard::io_shard(std::size_t index, actors::hub_registry& hubs)
+    : index_(index), hubs_(hubs), work_(net::make_work_guard(ioc_)) {}
+
+io_shard::~io_shard() { join(); }
+
+void io_shard::start() {
+  thread_ = std::thread([this] { ioc_.run(); });
+}
+
+void io_shard::stop_context() {
+  work_.reset();
+  ioc_.stop();
+}
+
+void io_shard::join() {
+  if (thread_.joinable()) thread_.join();
+}
+
+void io_shard::deliver(actors::frame_batch_ptr batch) {
+  net::post(ioc_, [self = shared_from_this(), batch = std::move(batch)] {
+    auto it = self->live_.find(key_string(batch->stream));
+    if (it == self->live_.end()) return;
+    // A session may end inside on_frames (overflow); it then only clears
+    // its entry, and the vector is compacted after the loop.
+    self->delivering_ = true;
+    auto& entries = it->second;
+    for (std::size_t i = 0; i < entries.size(); ++i) {
+      if (entries[i].session) entries[i].session->on_frames(entries[i].index, *batch);
+    }
+    self->delivering_ = false;
+    for (auto& key : self->dirty_) {
+      auto d = self->live_.find(key);
+      if (d == self->live_.end()) continue;
+      std::erase_if(d->second, [](const live_entry& e) { return e.session == nullptr; });
+      if (d->second.empty()) self->live_.erase(d);
+    }
+    self->dirty_.clear();
+  });
+}
+
+void io_shard::fetched(actors::stream_key stream, actors::fetch_reply reply) {
+  net::post(ioc_, [self = shared_from_this(), stream = std::move(stream),
+                   reply = std::move(reply)]() mutable {
+    auto session_id = reply.subscription >> 5;
+    auto index = static_cast<std::size_t>(reply.subscription & 31);
+    auto it = self->sessions_.find(session_id);
+    if (it != self->sessions_.end()) {
+      // Keep the session alive through the call even if it closes inside.
+      auto session = it->second;
+      session->on_fetched(index, std::move(reply));
+    } else if (reply.registered) {
+      // The session ended while its subscription was being set up.
+      caf::anon_send(self->hubs_.get(stream), actors::unsub_atom::value,
+                     actors::fanout_sink_ptr(self));
+    }
+  });
+}
+
+std::uint64_t io_shard::add_session(std::shared_ptr<sse_session> s) {
+  auto id = next_session_++;
+  sessions_.emplace(id, std::move(s));
+  ++session_count_;
+  return id;
+}
+
+void io_shard::remove_session(std::uint64_t id) {
+  if (sessions_.erase(id) > 0 && --session_count_ == 0 && on_idle_) on_idle_();
+}
+
+void io_shard::add_live(const actors::stream_key& stream, sse_session* session,
+                        std::uint64_t session_id, std::size_t index) {
+  live_[key_string(stream)].push_back({session, session_id, index});
+}
+
+void io_shard::remove_live(const actors::stream_key& stream, std::uint64_t session_id,
+                           std::size_t index) {
+  auto key = key_string(stream);
+  auto it = live_.find(key);
+  if (it == live_.end()) return;
+  auto match = [&](const live_entry& e) { return e.session_id == session_id && e.index == index; };
+  if (delivering_) {
+    for (auto& e : it->second)
+      if (match(e)) e.session = nullptr;
+    dirty_.push_back(std::move(key));
+    return;
+  }
+  std::erase_if(it->second, match);
+  if (it->second.empty()) live_.erase(it);
+}
+
+void io_shard::drain() {
+  net::post(ioc_, [self = shared_from_this()] {
+    // Copy: sessions remove themselves as they close.
+    std::vector<std::shared_ptr<sse_session>> all;
+    for (auto& [id, s] : self->sessions_) all.push_back(s);
+    for (auto& s : all) s->close_with_closing();
+  });
+}
+
+}  // namespace tidings::relay

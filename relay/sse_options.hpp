@@ -1,0 +1,30 @@
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <optional>
+#include <vector>
+
+#include "core/cursor.hpp"
+#include "core/stream_name.hpp"
+
+namespace tidings::relay {
+
+struct sse_options {
+  std::chrono::milliseconds heartbeat{20000};
+  std::size_t queue_frames = 4096;     // per session; beyond: resync slow_consumer
+  std::size_t queue_bytes = 8 << 20;
+  int retry_ms = 2000;
+  std::size_t page_frames = 256;       // catch-up read size
+  std::size_t write_bytes = 256 << 10; // most bytes coalesced into one write
+  std::chrono::milliseconds close_deadline{5000};  // a terminal frame's write
+};
+
+// A validated SSE request: which streams, and where to resume each.
+struct sse_request {
+  std::string tenant = "default";
+  std::vector<core::stream_selector> streams;
+  std::optional<std::vector<core::cursor>> resume;  // one per stream when set
+};
+
+}  // namespace tidings::relay

@@ -1,0 +1,350 @@
+#include "relay/sse_session.hpp"
+
+#include <algorithm>
+#include <boost/asio/write.hpp>
+#include <cstdio>
+
+#include "core/cursor_vector.hpp"
+#include "core/json_text.hpp"
+#include "core/sse_frame.hpp"
+#include "relay/io_shard.hpp"
+
+namespace tidings::relay {
+
+namespace net = boost::asio;
+using boost::system::error_code;
+
+namespace {
+
+constexpr std::string_view response_header =
+    "HTTP/1.1 200 OK\r\n"
+    "Content-Type: text/event-stream\r\n"
+    "Cache-Control: no-cache\r\n"
+    "X-Accel-Buffering: no\r\n"
+    "Transfer-Encoding: chunked\r\n"
+    "\r\n";
+
+std::string resync_json(const std::string& stream, std::string_view reason, core::cursor head,
+                        const std::string& resume_id) {
+  std::string j = "{\"stream\":";
+  core::append_json_string(j, stream);
+  j += ",\"reason\":";
+  core::append_json_string(j, reason);
+  j += ",\"head\":\"" + core::format_cursor(head) + "\"";
+  if (!resume_id.empty()) j += ",\"cursor\":\"" + resume_id + "\"";
+  j += "}";
+  return j;
+}
+
+}  // namespace
+
+sse_session::sse_session(io_shard& shard, net::ip::tcp::socket socket, sse_request request,
+                         const sse_options& options)
+    : shard_(shard),
+      socket_(std::move(socket)),
+      heartbeat_(shard.context()),
+      deadline_(shard.context()),
+      request_(std::move(request)),
+      options_(options) {}
+
+void sse_session::start() {
+  id_ = shard_.add_session(shared_from_this());
+  error_code ec;
+  socket_.non_blocking(true, ec);
+  socket_.set_option(net::ip::tcp::no_delay(true), ec);
+  for (std::size_t i = 0; i < request_.streams.size(); ++i) {
+    subscription s;
+    s.key = {request_.tenant, request_.streams[i].stream};
+    s.prefix = request_.streams[i].prefix;
+    s.hub = shard_.hubs().get(s.key);
+    if (request_.resume) s.position = (*request_.resume)[i];
+    subs_.push_back(std::move(s));
+  }
+  probes_left_ = subs_.size();
+  preamble_ = std::string(response_header);
+  enqueue_control(core::sse_retry(options_.retry_ms));
+  for (std::size_t i = 0; i < subs_.size(); ++i) {
+    auto req = std::make_shared<actors::fetch_request>();
+    req->subscription = io_shard::subscription_id(id_, i);
+    req->sink = shard_.shared_from_this();
+    if (request_.resume) req->after = subs_[i].position;
+    req->probe = true;
+    caf::anon_send(subs_[i].hub, actors::fetch_atom::value, std::move(req));
+  }
+  wait_readable();
+  do_write();
+}
+
+void sse_session::fetch(std::size_t index) {
+  auto& sub = subs_[index];
+  sub.state = sub_state::fetching;
+  auto req = std::make_shared<actors::fetch_request>();
+  req->subscription = io_shard::subscription_id(id_, index);
+  req->sink = shard_.shared_from_this();
+  req->after = sub.position;
+  // Ask for no more than half the free room, so a page never overflows the
+  // queue on its own.
+  req->max_frames = std::clamp<std::size_t>((options_.queue_frames - queue_.size()) / 2, 1,
+                                            options_.page_frames);
+  req->max_bytes = std::max<std::size_t>((options_.queue_bytes - queued_bytes_) / 2, 1);
+  caf::anon_send(sub.hub, actors::fetch_atom::value, std::move(req));
+}
+
+void sse_session::on_fetched(std::size_t index, actors::fetch_reply reply) {
+  if (index >= subs_.size()) return;
+  auto& sub = subs_[index];
+  if (terminating_ || closed_ || sub.state == sub_state::ended) {
+    if (reply.registered)
+      caf::anon_send(sub.hub, actors::unsub_atom::value, actors::fanout_sink_ptr(shard_.shared_from_this()));
+    return;
+  }
+  if (reply.status == actors::fetch_status::resync) {
+    terminate(core::sse_event("", "resync", resync_json(sub.key.name, reply.reason, reply.head, {})));
+    return;
+  }
+  if (sub.state == sub_state::probing) {
+    if (!request_.resume) sub.position = reply.head;
+    heads_.resize(subs_.size());
+    heads_[index] = reply.head;
+    sub.state = sub_state::waiting_room;
+    if (--probes_left_ == 0) {
+      write_hello();
+      for (std::size_t i = 0; i < subs_.size(); ++i) fetch(i);
+      wait_heartbeat();
+    }
+    do_write();
+    return;
+  }
+  for (auto& f : reply.frames) {
+    accept_frame(index, reply.epoch, f);
+    if (terminating_) break;
+  }
+  if (terminating_) {
+    if (reply.registered)
+      caf::anon_send(sub.hub, actors::unsub_atom::value, actors::fanout_sink_ptr(shard_.shared_from_this()));
+  } else if (reply.registered) {
+    sub.state = sub_state::live;
+    shard_.add_live(sub.key, this, id_, index);
+  } else if (has_room()) {
+    fetch(index);
+  } else {
+    sub.state = sub_state::waiting_room;
+  }
+  do_write();
+}
+
+void sse_session::on_frames(std::size_t index, const actors::frame_batch& batch) {
+  if (index >= subs_.size() || subs_[index].state != sub_state::live) return;
+  for (auto& f : batch.frames) {
+    accept_frame(index, batch.epoch, f);
+    if (terminating_) break;
+  }
+  do_write();
+}
+
+void sse_session::accept_frame(std::size_t index, std::uint64_t epoch, const actors::frame_ptr& f) {
+  auto& sub = subs_[index];
+  if (sub.position.epoch == 0) sub.position.epoch = epoch;  // the stream was created since
+  if (f->seq <= sub.position.seq) return;                   // already delivered
+  sub.position.seq = f->seq;
+  if (!sub.prefix.empty() && !std::string_view(f->path).starts_with(sub.prefix)) return;
+  if (subs_.size() == 1) {
+    enqueue({f, {}, index}, f->bytes.size());
+  } else {
+    std::string id_line = "id: " + current_id() + "\n";
+    auto bytes = id_line.size() + f->body().size();
+    enqueue({f, std::move(id_line), index}, bytes);
+  }
+}
+
+bool sse_session::has_room() const {
+  return queue_.size() < options_.queue_frames / 2 && queued_bytes_ < options_.queue_bytes / 2;
+}
+
+void sse_session::enqueue(out_item item, std::size_t bytes) {
+  if (terminating_) return;
+  // An empty queue takes any one frame, so a single large event is never
+  // mistaken for a slow reader.
+  if (!queue_.empty() && (queue_.size() + 1 > options_.queue_frames ||
+                          queued_bytes_ + bytes > options_.queue_bytes)) {
+    auto& sub = subs_[item.index];
+    terminate(core::sse_event(
+        "", "resync",
+        resync_json(sub.key.name, "slow_consumer", {sub.position.epoch, item.frame->seq},
+                    last_delivered_id())));
+    return;
+  }
+  queued_bytes_ += bytes;
+  item.bytes = bytes;
+  queue_.push_back(std::move(item));
+}
+
+void sse_session::enqueue_control(std::string frame) {
+  auto bytes = frame.size();
+  queued_bytes_ += bytes;
+  queue_.push_back({nullptr, std::move(frame), 0, bytes});
+}
+
+std::string sse_session::id_of(const out_item& item) const {
+  if (!item.frame) return {};
+  if (!item.text.empty()) return item.text.substr(4, item.text.size() - 5);  // "id: X\n"
+  return core::format_cursor({subs_[0].position.epoch, item.frame->seq});
+}
+
+std::string sse_session::last_delivered_id() const {
+  for (auto it = writing_.rbegin(); it != writing_.rend(); ++it)
+    if (it->frame) return id_of(*it);
+  return last_written_id_;
+}
+
+void sse_session::write_hello() {
+  std::string j = "{\"streams\":{";
+  for (std::size_t i = 0; i < subs_.size(); ++i) {
+    if (i) j += ',';
+    core::append_json_string(j, subs_[i].key.name);
+    j += ":\"" + core::format_cursor(heads_[i]) + "\"";
+  }
+  j += "},\"heartbeat_ms\":" + std::to_string(options_.heartbeat.count()) + "}";
+  enqueue_control(core::sse_event("", "hello", j));
+}
+
+std::string sse_session::current_id() const {
+  std::vector<core::cursor> positions;
+  positions.reserve(subs_.size());
+  for (auto& s : subs_) positions.push_back(s.position);
+  return core::encode_cursor_vector(positions);
+}
+
+void sse_session::do_write() {
+  if (write_in_flight_ || closed_) return;
+  if (queue_.empty()) {
+    if (terminating_) close();
+    return;
+  }
+  buffers_.clear();
+  if (!preamble_.empty()) buffers_.push_back(net::buffer(preamble_));
+  buffers_.push_back({});  // the chunk size line, filled in below
+  std::size_t total = 0;
+  // Coalesce what is pending into one chunk and one write.
+  while (!queue_.empty() && (writing_.empty() || total < options_.write_bytes) &&
+         buffers_.size() < 512) {
+    writing_.push_back(std::move(queue_.front()));
+    queue_.pop_front();
+    auto& item = writing_.back();
+    queued_bytes_ -= item.bytes;
+    total += item.bytes;
+    if (!item.frame) {
+      buffers_.push_back(net::buffer(item.text));
+    } else if (item.text.empty()) {
+      buffers_.push_back(net::buffer(item.frame->bytes));
+    } else {
+      buffers_.push_back(net::buffer(item.text));
+      auto body = item.frame->body();
+      buffers_.push_back(net::buffer(body.data(), body.size()));
+    }
+  }
+  char head[24];
+  int n = std::snprintf(head, sizeof head, "%zx\r\n", total);
+  chunk_head_.assign(head, static_cast<std::size_t>(n));
+  buffers_[preamble_.empty() ? 0 : 1] = net::buffer(chunk_head_);
+  // The last chunk of a terminated stream also carries the end of the body.
+  bool last = terminating_ && queue_.empty();
+  buffers_.push_back(net::buffer(last ? std::string_view("\r\n0\r\n\r\n") : std::string_view("\r\n")));
+  write_in_flight_ = true;
+  net::async_write(socket_, buffers_, [self = shared_from_this()](const error_code& ec, std::size_t) {
+    self->on_write(ec);
+  });
+}
+
+void sse_session::on_write(const error_code& ec) {
+  write_in_flight_ = false;
+  preamble_.clear();
+  if (ec) return close();
+  wrote_since_heartbeat_ = true;
+  auto id = last_delivered_id();
+  if (!id.empty()) last_written_id_ = std::move(id);
+  writing_.clear();
+  if (!terminating_ && has_room()) {
+    for (std::size_t i = 0; i < subs_.size(); ++i)
+      if (subs_[i].state == sub_state::waiting_room && probes_left_ == 0) fetch(i);
+  }
+  do_write();
+}
+
+void sse_session::wait_heartbeat() {
+  heartbeat_.expires_after(options_.heartbeat);
+  heartbeat_.async_wait([self = shared_from_this()](const error_code& ec) {
+    if (ec || self->closed_ || self->terminating_) return;
+    if (!self->wrote_since_heartbeat_ && self->queue_.empty()) {
+      self->enqueue_control(
+          core::sse_event("", "heartbeat", "{\"cursor\":\"" + self->current_id() + "\"}"));
+      self->do_write();
+    }
+    self->wrote_since_heartbeat_ = false;
+    self->wait_heartbeat();
+  });
+}
+
+void sse_session::wait_readable() {
+  socket_.async_wait(net::socket_base::wait_read, [self = shared_from_this()](const error_code& ec) {
+    if (self->closed_) return;
+    if (ec) return self->close();
+    // The client has nothing to say on an SSE connection: read to learn
+    // whether it hung up, and drop anything else.
+    char buf[512];
+    error_code rec;
+    auto n = self->socket_.read_some(net::buffer(buf), rec);
+    if (rec == net::error::would_block || rec == net::error::try_again || (!rec && n > 0))
+      return self->wait_readable();
+    self->close();
+  });
+}
+
+void sse_session::terminate(std::string control_frame) {
+  if (terminating_ || closed_) return;
+  terminating_ = true;
+  unsubscribe_all();
+  heartbeat_.cancel();
+  // Frames not yet handed to the socket are dropped; the terminal frame
+  // follows what is already being written.
+  queue_.clear();
+  queued_bytes_ = 0;
+  enqueue_control(std::move(control_frame));
+  deadline_.expires_after(options_.close_deadline);
+  deadline_.async_wait([self = shared_from_this()](const error_code& ec) {
+    if (!ec) self->close();
+  });
+  do_write();
+}
+
+void sse_session::close_with_closing() {
+  terminate(core::sse_event("", "closing", "{\"reason\":\"shutdown\"}"));
+}
+
+void sse_session::unsubscribe_all() {
+  for (std::size_t i = 0; i < subs_.size(); ++i) {
+    auto& sub = subs_[i];
+    if (sub.state == sub_state::live) {
+      shard_.remove_live(sub.key, id_, i);
+      caf::anon_send(sub.hub, actors::unsub_atom::value,
+                     actors::fanout_sink_ptr(shard_.shared_from_this()));
+    }
+    // A fetch still in flight is answered to the shard, which unsubscribes
+    // it if it registered.
+    if (sub.state != sub_state::fetching) sub.state = sub_state::ended;
+  }
+}
+
+void sse_session::close() {
+  if (closed_) return;
+  unsubscribe_all();
+  closed_ = true;
+  error_code ec;
+  heartbeat_.cancel();
+  deadline_.cancel();
+  socket_.shutdown(net::ip::tcp::socket::shutdown_both, ec);
+  socket_.close(ec);
+  shard_.remove_session(id_);  // may release the last owner: nothing after this
+}
+
+}  // namespace tidings::relay

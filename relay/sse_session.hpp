@@ -1,0 +1,101 @@
+#pragma once
+
+// One SSE connection, living on one io_shard's thread.
+//
+//   probing ──all heads known──> hello written ──> fetching ⇄ waiting_room
+//                                                     │ caught up
+//                                                     v
+//                                                    live
+//   any state ──resync / closing / overflow──> terminal frame ──> closed
+//
+// Frames from all of the connection's streams go into one bounded queue.
+// Whatever is queued when the socket is ready goes out in one write (up to
+// write_bytes), so a session that is behind catches up with few syscalls.
+
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "actors/hub_actor.hpp"
+#include "relay/sse_options.hpp"
+
+namespace tidings::relay {
+
+class io_shard;
+
+class sse_session : public std::enable_shared_from_this<sse_session> {
+ public:
+  sse_session(io_shard& shard, boost::asio::ip::tcp::socket socket, sse_request request,
+              const sse_options& options);
+
+  // Registers with the shard, writes the response header and asks every
+  // stream's hub for its head.
+  void start();
+
+  // From the shard, on this thread.
+  void on_fetched(std::size_t index, actors::fetch_reply reply);
+  void on_frames(std::size_t index, const actors::frame_batch& batch);
+  void close_with_closing();
+
+ private:
+  enum class sub_state { probing, fetching, waiting_room, live, ended };
+  struct subscription {
+    actors::stream_key key;
+    std::string prefix;
+    actors::hub_actor hub;
+    core::cursor position;  // last event scanned (delivered or filtered out)
+    sub_state state = sub_state::probing;
+  };
+  struct out_item {
+    actors::frame_ptr frame;  // null: `text` is a whole control frame
+    std::string text;         // per-session id line (multi-stream), or the control frame
+    std::size_t index = 0;    // which subscription
+    std::size_t bytes = 0;
+  };
+
+  void fetch(std::size_t index);
+  void write_hello();
+  void accept_frame(std::size_t index, std::uint64_t epoch, const actors::frame_ptr& f);
+  void enqueue(out_item item, std::size_t bytes);
+  void enqueue_control(std::string frame);
+  std::string id_of(const out_item& item) const;
+  std::string last_delivered_id() const;
+  void unsubscribe_all();
+  bool has_room() const;
+  void do_write();
+  void on_write(const boost::system::error_code& ec);
+  void wait_heartbeat();
+  void wait_readable();
+  void terminate(std::string control_frame);
+  void close();
+  std::string current_id() const;
+
+  io_shard& shard_;
+  boost::asio::ip::tcp::socket socket_;
+  boost::asio::steady_timer heartbeat_;
+  boost::asio::steady_timer deadline_;
+  sse_request request_;
+  const sse_options& options_;
+  std::uint64_t id_ = 0;
+  std::vector<subscription> subs_;
+  std::size_t probes_left_ = 0;
+  std::vector<core::cursor> heads_;
+  std::string preamble_;  // the HTTP response header, written before the first chunk
+  std::vector<boost::asio::const_buffer> buffers_;
+
+  std::deque<out_item> queue_;
+  std::size_t queued_bytes_ = 0;
+  std::vector<out_item> writing_;  // kept alive while the write is in flight
+  std::string chunk_head_;
+  bool write_in_flight_ = false;
+  bool wrote_since_heartbeat_ = false;
+  bool terminating_ = false;
+  bool closed_ = false;
+  std::string last_written_id_;  // for slow_consumer's resume hint
+};
+
+}  // namespace tidings::relay
