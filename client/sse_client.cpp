@@ -2,6 +2,7 @@
 
 #include <array>
 #include <deque>
+#include <limits>
 
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
@@ -140,7 +141,8 @@ sse_stream::sse_stream(const endpoint& ep, const std::string& target, const head
   if (ec) throw transport_error("sending to " + where + " failed: " + ec.message());
 
   // The stream has no end, so the body must not be capped as a whole.
-  s.parser.body_limit(boost::none);
+  // (Not boost::none: Beast 1.74 then refuses any Content-Length body.)
+  s.parser.body_limit(std::numeric_limits<std::uint64_t>::max());
   s.parser.header_limit(max_response_header);
   done = false;
   http::async_read_header(s.stream, s.buffer, s.parser, [&](beast::error_code e, std::size_t) {

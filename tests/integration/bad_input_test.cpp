@@ -69,8 +69,7 @@ TEST_CASE("bad requests are refused with JSON errors and leave the node healthy"
     check_refused(post(events_target("good"), "not json"), 400);
   }
   SECTION("a body over --max-body-bytes") {
-    check_refused(post(events_target("good"), event_json("/big", "ADDED", std::string(2000, 'x'))),
-                  413);
+    check_refused(post(events_target("good"), event_json("/big", "ADDED", std::string(2000, 'x'))), 413);
   }
   SECTION("bad stream names") {
     check_refused(post(events_target("Upper"), event_json("/a", "ADDED", 1)), 400);
@@ -87,13 +86,11 @@ TEST_CASE("bad requests are refused with JSON errors and leave the node healthy"
     check_refused(post(events_target("good"), R"({"path":"/a\u0001b"})"), 400);
     check_refused(post(events_target("good"), "42"), 400);
     // One bad event refuses the whole array: nothing of it is appended.
-    check_refused(post(events_target("good"), "[" + event_json("/fine", "ADDED", 1) +
-                                                  R"(,{"path":"bad"}])"),
+    check_refused(post(events_target("good"), "[" + event_json("/fine", "ADDED", 1) + R"(,{"path":"bad"}])"),
                   400);
   }
   SECTION("a Content-Type that is not JSON") {
-    check_refused(post(events_target("good"), event_json("/a", "ADDED", 1),
-                       {{"Content-Type", "text/plain"}}),
+    check_refused(post(events_target("good"), event_json("/a", "ADDED", 1), {{"Content-Type", "text/plain"}}),
                   415);
   }
   SECTION("unknown route and wrong method") {
@@ -130,12 +127,11 @@ TEST_CASE("bad requests are refused with JSON errors and leave the node healthy"
     refused(sse_target(seventeen), {});
   }
   SECTION("a header block over the limit") {
-    std::string raw = "GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Filler: " +
-                      std::string(64 * 1024, 'h') + "\r\n\r\n";
+    std::string raw =
+        "GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Filler: " + std::string(64 * 1024, 'h') + "\r\n\r\n";
     auto reply = client::raw_exchange(ep, raw, 5s);
     INFO("reply: " << reply.substr(0, 300));
-    bool refused_status =
-        reply.rfind("HTTP/1.1 431", 0) == 0 || reply.rfind("HTTP/1.1 400", 0) == 0;
+    bool refused_status = reply.rfind("HTTP/1.1 431", 0) == 0 || reply.rfind("HTTP/1.1 400", 0) == 0;
     CHECK(refused_status);
     auto body_at = reply.find("\r\n\r\n");
     REQUIRE(body_at != std::string::npos);
@@ -161,7 +157,8 @@ TEST_CASE("a payload with line breaks arrives intact as one event", "[bad-input]
                      {"list", {"a\n", "\r"}}};
   auto first = publish(ep, "text", event_json("/t", "ADDED", data));
   // Raw line breaks between JSON tokens too: the node must not let them break the framing.
-  auto second = publish(ep, "text", "{\n  \"path\": \"/pretty\",\r\n  \"data\": {\n    \"k\": [1,\n2]\n  }\n}\n");
+  auto second =
+      publish(ep, "text", "{\n  \"path\": \"/pretty\",\r\n  \"data\": {\n    \"k\": [1,\n2]\n  }\n}\n");
   auto sentinel = publish(ep, "text", event_json("/end", "ADDED", "end"));
 
   auto got = collect_data_events(session, 3, 5s);

@@ -44,8 +44,9 @@ std::vector<std::string> run_publisher(const client::endpoint& ep, int publisher
   int next = 0;
   for (int round = 0; next < events_per_publisher; ++round) {
     if (round % 2 == 0) {
-      cursors.push_back(publish(conn, "load", event_json("/p" + std::to_string(publisher), "ADDED",
-                                                         {{"p", publisher}, {"i", next}})));
+      cursors.push_back(
+          publish(conn, "load",
+                  event_json("/p" + std::to_string(publisher), "ADDED", {{"p", publisher}, {"i", next}})));
       ++next;
       continue;
     }
@@ -53,14 +54,13 @@ std::vector<std::string> run_publisher(const client::endpoint& ep, int publisher
     std::string array = "[";
     for (int k = 0; k < n; ++k) {
       if (k) array += ",";
-      array += event_json("/p" + std::to_string(publisher), "ADDED",
-                          {{"p", publisher}, {"i", next + k}});
+      array += event_json("/p" + std::to_string(publisher), "ADDED", {{"p", publisher}, {"i", next + k}});
     }
     array += "]";
     auto got = publish_batch(conn, "load", array);
     if (got.size() != static_cast<std::size_t>(n))
-      throw std::runtime_error("batch of " + std::to_string(n) + " got " +
-                               std::to_string(got.size()) + " cursors");
+      throw std::runtime_error("batch of " + std::to_string(n) + " got " + std::to_string(got.size()) +
+                               " cursors");
     cursors.insert(cursors.end(), got.begin(), got.end());
     next += n;
   }
@@ -69,8 +69,7 @@ std::vector<std::string> run_publisher(const client::endpoint& ep, int publisher
 
 }  // namespace
 
-TEST_CASE("8 concurrent publishers get contiguous seqs that 3 sessions see in one order",
-          "[concurrent]") {
+TEST_CASE("8 concurrent publishers get contiguous seqs that 3 sessions see in one order", "[concurrent]") {
   temp_dir dir;
   tidingsd_process node(dir.path());
   auto ep = node.endpoint();
@@ -142,8 +141,7 @@ TEST_CASE("8 concurrent publishers get contiguous seqs that 3 sessions see in on
   // Every session: all 8000, in seq order, each carrying the cursor its publisher was given.
   for (int s = 0; s < session_count; ++s) {
     INFO("session " << s << " ended " << to_string(seen[s].ended)
-                    << (seen[s].control ? " with " + seen[s].control->event + " " +
-                                              seen[s].control->data
+                    << (seen[s].control ? " with " + seen[s].control->event + " " + seen[s].control->data
                                         : std::string()));
     REQUIRE(seen[s].events.size() == total_events);
     CHECK(seqs_of(seen[s].events) == expected_seqs);
@@ -167,8 +165,7 @@ TEST_CASE("8 concurrent publishers get contiguous seqs that 3 sessions see in on
   REQUIRE(history.size() == total_events);
   std::size_t history_mismatch = 0;
   for (std::size_t i = 0; i < total_events; ++i) {
-    if (history[i]["cursor"] != seen[0].events[i].cursor ||
-        history[i]["data"] != seen[0].events[i].data)
+    if (history[i]["cursor"] != seen[0].events[i].cursor || history[i]["data"] != seen[0].events[i].data)
       ++history_mismatch;
   }
   CHECK(history_mismatch == 0);

@@ -18,8 +18,8 @@ using namespace tidings;
 using namespace tidings::testing;
 using nlohmann::json;
 
-client::http_response post(client::http_connection& conn, const std::string& stream,
-                           const std::string& body, const std::string& key) {
+client::http_response post(client::http_connection& conn, const std::string& stream, const std::string& body,
+                           const std::string& key) {
   return conn.request("POST", events_target(stream), body,
                       {{"Content-Type", "application/json"}, {"Idempotency-Key", key}});
 }
@@ -66,7 +66,7 @@ TEST_CASE("the same Idempotency-Key replays the original reply", "[idempotency]"
   CHECK(stream_info(conn, "docs")["events"] == 4);
 }
 
-TEST_CASE("an array publish replays all its cursors; keys are per stream", "[idempotency]") {
+TEST_CASE("an array publish replays all its cursors and keys are per stream", "[idempotency]") {
   temp_dir dir;
   tidingsd_process node(dir.path());
   client::http_connection conn(node.endpoint());

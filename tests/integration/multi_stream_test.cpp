@@ -29,8 +29,7 @@ void publish_interleaved(client::http_connection& conn, int first, int rounds,
   for (int i = first; i < first + rounds; ++i) {
     for (const char* stream : {"a", "b"}) {
       acked[stream].push_back(
-          publish(conn, stream, event_json("/" + std::string(stream) + "/" + std::to_string(i),
-                                           "ADDED", i)));
+          publish(conn, stream, event_json("/" + std::string(stream) + "/" + std::to_string(i), "ADDED", i)));
     }
   }
 }

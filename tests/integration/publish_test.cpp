@@ -55,15 +55,13 @@ TEST_CASE("a live SSE session receives a publish with the acknowledged cursor", 
   CHECK(session.last_event_id() == cursor);
 }
 
-TEST_CASE("publish replies: {cursor} for one event, {cursors} in order for an array",
-          "[publish]") {
+TEST_CASE("publish replies {cursor} for one event and {cursors} in order for an array", "[publish]") {
   temp_dir dir;
   tidingsd_process node(dir.path());
   auto ep = node.endpoint();
   const client::header_list json_type{{"Content-Type", "application/json"}};
 
-  auto single = client::request(ep, "POST", events_target("docs"),
-                                event_json("/one", "ADDED", 1), json_type);
+  auto single = client::request(ep, "POST", events_target("docs"), event_json("/one", "ADDED", 1), json_type);
   REQUIRE(single.status == 201);
   auto single_body = parse_body(single);
   INFO("single reply: " << single.body);
@@ -72,9 +70,8 @@ TEST_CASE("publish replies: {cursor} for one event, {cursors} in order for an ar
   auto first = cursor_of(single_body["cursor"].get<std::string>());
   CHECK(first.seq == 1);
 
-  const std::string array = "[" + event_json("/two", "ADDED", 2) + "," +
-                            event_json("/three", "ADDED", 3) + "," +
-                            event_json("/four", "ADDED", 4) + "]";
+  const std::string array = "[" + event_json("/two", "ADDED", 2) + "," + event_json("/three", "ADDED", 3) +
+                            "," + event_json("/four", "ADDED", 4) + "]";
   auto batch = client::request(ep, "POST", events_target("docs"), array, json_type);
   REQUIRE(batch.status == 201);
   auto batch_body = parse_body(batch);

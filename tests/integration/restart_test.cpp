@@ -30,8 +30,7 @@ constexpr std::uint64_t total_events = publisher_count * events_per_publisher;
 
 }  // namespace
 
-TEST_CASE("acknowledged events survive kill -9 and resume without resync or duplicates",
-          "[restart]") {
+TEST_CASE("acknowledged events survive kill -9 and resume without resync or duplicates", "[restart]") {
   temp_dir dir;
   std::vector<std::string> acked;
   {
@@ -62,9 +61,8 @@ TEST_CASE("acknowledged events survive kill -9 and resume without resync or dupl
     REQUIRE(errors.empty());
   }
   REQUIRE(acked.size() == total_events);
-  std::sort(acked.begin(), acked.end(), [](const std::string& l, const std::string& r) {
-    return cursor_of(l).seq < cursor_of(r).seq;
-  });
+  std::sort(acked.begin(), acked.end(),
+            [](const std::string& l, const std::string& r) { return cursor_of(l).seq < cursor_of(r).seq; });
   const auto epoch = cursor_of(acked[0]).epoch;
   for (std::uint64_t i = 0; i < total_events; ++i) {
     REQUIRE(cursor_of(acked[i]).seq == i + 1);
@@ -82,8 +80,7 @@ TEST_CASE("acknowledged events survive kill -9 and resume without resync or dupl
   CHECK(hello["streams"]["docs"] == acked.back());
   auto got = collect_data_events(session, total_events - 3, 10s);
   INFO("ended " << to_string(got.ended)
-                << (got.control ? " with " + got.control->event + " " + got.control->data
-                                : std::string()));
+                << (got.control ? " with " + got.control->event + " " + got.control->data : std::string()));
   REQUIRE(got.events.size() == total_events - 3);
   std::size_t mismatched = 0;
   for (std::size_t i = 0; i < got.events.size(); ++i)

@@ -42,8 +42,7 @@ std::vector<std::string> paths_of(const std::vector<data_event>& events) {
 
 }  // namespace
 
-TEST_CASE("resume with Last-Event-ID delivers exactly the later events, then live ones",
-          "[resume]") {
+TEST_CASE("resume with Last-Event-ID delivers exactly the later events then live ones", "[resume]") {
   temp_dir dir;
   tidingsd_process node(dir.path());
   auto ep = node.endpoint();
@@ -69,7 +68,7 @@ TEST_CASE("resume with Last-Event-ID delivers exactly the later events, then liv
   CHECK(cursor_of(live).seq == 11);
 }
 
-TEST_CASE("resume with the since parameter, and Last-Event-ID taking precedence", "[resume]") {
+TEST_CASE("resume with the since parameter and Last-Event-ID taking precedence", "[resume]") {
   temp_dir dir;
   tidingsd_process node(dir.path());
   auto ep = node.endpoint();
@@ -79,8 +78,7 @@ TEST_CASE("resume with the since parameter, and Last-Event-ID taking precedence"
     client::sse_stream session(ep, sse_target({"docs"}, cursors[3]));
     await_hello(session);
     auto replay = collect_data_events(session, 6, 5s);
-    CHECK(cursors_of(replay.events) ==
-          std::vector<std::string>(cursors.begin() + 4, cursors.end()));
+    CHECK(cursors_of(replay.events) == std::vector<std::string>(cursors.begin() + 4, cursors.end()));
     auto live = publish(ep, "docs", event_json("/n/11", "ADDED", 11));
     auto next = collect_data_events(session, 1, 5s);
     REQUIRE(next.events.size() == 1);
@@ -88,8 +86,7 @@ TEST_CASE("resume with the since parameter, and Last-Event-ID taking precedence"
   }
 
   SECTION("Last-Event-ID wins over since") {
-    client::sse_stream session(ep, sse_target({"docs"}, cursors[3]),
-                               {{"Last-Event-ID", cursors[7]}});
+    client::sse_stream session(ep, sse_target({"docs"}, cursors[3]), {{"Last-Event-ID", cursors[7]}});
     await_hello(session);
     auto live = publish(ep, "docs", event_json("/n/11", "ADDED", 11));
     auto got = collect_data_events(session, 3, 5s);
@@ -115,8 +112,7 @@ TEST_CASE("a prefix subscription only gets paths under its prefix", "[resume][pr
   client::sse_stream live_session(ep, sse_target({"docs:/a/"}));
   await_hello(live_session);
 
-  const std::vector<std::string> published_paths = {"/a/1", "/b/1", "/a/2", "/ab/3",
-                                                    "/a/sub/4", "/", "/a"};
+  const std::vector<std::string> published_paths = {"/a/1", "/b/1", "/a/2", "/ab/3", "/a/sub/4", "/", "/a"};
   for (const auto& p : published_paths) publish(ep, "docs", event_json(p, "ADDED", p));
   // Delivery follows cursor order, so anything filtered wrongly would come before this.
   auto sentinel = publish(ep, "docs", event_json("/a/end", "ADDED", "end"));
@@ -134,9 +130,9 @@ TEST_CASE("a prefix subscription only gets paths under its prefix", "[resume][pr
   CHECK(paths_of(replay.events) == wanted);
 
   // And to the history read.
-  auto r = client::request(ep, "GET", events_target("docs") + "?prefix=" +
-                                          client::url_encode("/a/") + "&since=" +
-                                          client::url_encode(start));
+  auto r = client::request(
+      ep, "GET",
+      events_target("docs") + "?prefix=" + client::url_encode("/a/") + "&since=" + client::url_encode(start));
   REQUIRE(r.status == 200);
   auto body = parse_body(r);
   std::vector<std::string> history_paths;

@@ -77,8 +77,7 @@ TEST_CASE("resume points outside the log get a terminal resync with a reason", "
   std::vector<std::string> cursors;
   {
     client::http_connection conn(ep);
-    for (int i = 1; i <= 20; ++i)
-      cursors.push_back(publish(conn, "docs", event_json("/e", "ADDED", i)));
+    for (int i = 1; i <= 20; ++i) cursors.push_back(publish(conn, "docs", event_json("/e", "ADDED", i)));
   }
   const auto head = cursors.back();
   auto info = parse_body(client::request(ep, "GET", "/v1/streams/docs"));
@@ -132,8 +131,7 @@ TEST_CASE("resume points outside the log get a terminal resync with a reason", "
   }
 
   SECTION("history with a too-old since is 410") {
-    auto r = client::request(ep, "GET", events_target("docs") + "?since=" +
-                                            client::url_encode(cursors[1]));
+    auto r = client::request(ep, "GET", events_target("docs") + "?since=" + client::url_encode(cursors[1]));
     INFO("reply " << r.body);
     CHECK(r.status == 410);
     auto body = parse_body(r);
@@ -144,8 +142,9 @@ TEST_CASE("resume points outside the log get a terminal resync with a reason", "
 
   SECTION("history with another epoch is 410 epoch_changed") {
     const auto epoch = cursor_of(head).epoch;
-    auto r = client::request(ep, "GET", events_target("docs") + "?since=" +
-                                            client::url_encode(with_epoch(cursors[17], epoch ^ 1)));
+    auto r = client::request(
+        ep, "GET",
+        events_target("docs") + "?since=" + client::url_encode(with_epoch(cursors[17], epoch ^ 1)));
     INFO("reply " << r.body);
     CHECK(r.status == 410);
     auto body = parse_body(r);

@@ -30,8 +30,7 @@ TEST_CASE("SIGTERM sends closing to every session and exits 0", "[sigterm]") {
   std::vector<std::unique_ptr<client::sse_stream>> sessions;
   sessions.push_back(std::make_unique<client::sse_stream>(ep, sse_target({"docs"})));
   sessions.push_back(std::make_unique<client::sse_stream>(ep, sse_target({"docs", "other"})));
-  sessions.push_back(
-      std::make_unique<client::sse_stream>(ep, sse_target({"docs:/a"})));
+  sessions.push_back(std::make_unique<client::sse_stream>(ep, sse_target({"docs:/a"})));
   for (auto& s : sessions) await_hello(*s);
 
   // Sessions are read while the node drains, as real clients would be.

@@ -70,10 +70,14 @@ void hammer(durability d, int threads, int per_thread) {
   auto gate = submitted.get_future();
   std::promise<status> first;
   auto first_result = first.get_future();
+  std::promise<void> entered;
+  auto gate_entered = entered.get_future();
   gc.submit(one_event(1000, 1), [&](const status& s) {
+    entered.set_value();
     gate.wait_for(std::chrono::seconds(30));
     first.set_value(s);
   });
+  REQUIRE(gate_entered.wait_for(std::chrono::seconds(10)) == std::future_status::ready);
 
   std::latch start(threads);
   std::vector<std::thread> workers;

@@ -51,14 +51,13 @@ nlohmann::json parse_body(const client::http_response& response) {
   return parsed;
 }
 
-std::string publish(client::http_connection& conn, const std::string& stream,
-                    const std::string& event_json, const client::header_list& headers) {
-  return single_cursor(
-      conn.request("POST", events_target(stream), event_json, with_json_content(headers)));
+std::string publish(client::http_connection& conn, const std::string& stream, const std::string& event_json,
+                    const client::header_list& headers) {
+  return single_cursor(conn.request("POST", events_target(stream), event_json, with_json_content(headers)));
 }
 
-std::string publish(const client::endpoint& ep, const std::string& stream,
-                    const std::string& event_json, const client::header_list& headers) {
+std::string publish(const client::endpoint& ep, const std::string& stream, const std::string& event_json,
+                    const client::header_list& headers) {
   return single_cursor(
       client::request(ep, "POST", events_target(stream), event_json, with_json_content(headers)));
 }
@@ -73,8 +72,7 @@ std::vector<std::string> publish_batch(const client::endpoint& ep, const std::st
   return batch_cursors(client::request(ep, "POST", events_target(stream), array_json, json_content));
 }
 
-std::string event_json(const std::string& path, const std::string& type,
-                       const nlohmann::json& data) {
+std::string event_json(const std::string& path, const std::string& type, const nlohmann::json& data) {
   return nlohmann::json{{"path", path}, {"type", type}, {"data", data}}.dump();
 }
 

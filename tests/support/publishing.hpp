@@ -21,10 +21,10 @@ std::string events_target(const std::string& stream);
 nlohmann::json parse_body(const client::http_response& response);
 
 // POSTs one event object; expects 201 {"cursor"} and returns the cursor.
-std::string publish(client::http_connection& conn, const std::string& stream,
-                    const std::string& event_json, const client::header_list& headers = {});
-std::string publish(const client::endpoint& ep, const std::string& stream,
-                    const std::string& event_json, const client::header_list& headers = {});
+std::string publish(client::http_connection& conn, const std::string& stream, const std::string& event_json,
+                    const client::header_list& headers = {});
+std::string publish(const client::endpoint& ep, const std::string& stream, const std::string& event_json,
+                    const client::header_list& headers = {});
 
 // POSTs a JSON array of events; expects 201 {"cursors"} and returns them.
 std::vector<std::string> publish_batch(client::http_connection& conn, const std::string& stream,
@@ -33,8 +33,7 @@ std::vector<std::string> publish_batch(const client::endpoint& ep, const std::st
                                        const std::string& array_json);
 
 // A compact event object: {"path":PATH,"type":TYPE,"data":DATA}.
-std::string event_json(const std::string& path, const std::string& type,
-                       const nlohmann::json& data);
+std::string event_json(const std::string& path, const std::string& type, const nlohmann::json& data);
 
 // Reads the whole retained history after `since` (empty: from the first
 // retained event), following `next` page by page. Expects 200 on every page.

@@ -23,8 +23,8 @@ std::string lowercase(std::string s) {
 }
 
 int millis_left(std::chrono::steady_clock::time_point deadline) {
-  auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
-      deadline - std::chrono::steady_clock::now());
+  auto left =
+      std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
   return left.count() < 0 ? 0 : static_cast<int>(left.count());
 }
 
@@ -48,8 +48,7 @@ raw_sse_session::raw_sse_session(const client::endpoint& ep, const std::string& 
     ::close(fd_);
     throw std::runtime_error(err);
   }
-  std::string request = "GET " + target +
-                        " HTTP/1.1\r\nHost: " + ep.host + ":" + std::to_string(ep.port) +
+  std::string request = "GET " + target + " HTTP/1.1\r\nHost: " + ep.host + ":" + std::to_string(ep.port) +
                         "\r\nAccept: text/event-stream\r\n\r\n";
   std::size_t sent = 0;
   while (sent < request.size()) {
@@ -87,8 +86,7 @@ raw_sse_session::~raw_sse_session() {
   if (fd_ >= 0) ::close(fd_);
 }
 
-bool raw_sse_session::read_some(std::chrono::steady_clock::time_point deadline,
-                                std::string& into) {
+bool raw_sse_session::read_some(std::chrono::steady_clock::time_point deadline, std::string& into) {
   for (;;) {
     pollfd p{fd_, POLLIN, 0};
     int r = ::poll(&p, 1, millis_left(deadline));
@@ -129,8 +127,7 @@ void raw_sse_session::feed_body(std::string_view bytes) {
     // Between chunks: a CRLF after the data, then a hex size line (extensions ignored).
     size_line_ += bytes.front();
     bytes.remove_prefix(1);
-    if (size_line_.size() < 2 || size_line_.compare(size_line_.size() - 2, 2, "\r\n") != 0)
-      continue;
+    if (size_line_.size() < 2 || size_line_.compare(size_line_.size() - 2, 2, "\r\n") != 0) continue;
     if (after_chunk_) {
       after_chunk_ = false;
       size_line_.clear();
@@ -139,9 +136,9 @@ void raw_sse_session::feed_body(std::string_view bytes) {
     std::size_t size = 0;
     for (char c : size_line_) {
       if (!std::isxdigit(static_cast<unsigned char>(c))) break;
-      size = size * 16 + static_cast<std::size_t>(
-                             std::isdigit(static_cast<unsigned char>(c)) ? c - '0'
-                                                                         : (std::tolower(c) - 'a' + 10));
+      size = size * 16 + static_cast<std::size_t>(std::isdigit(static_cast<unsigned char>(c))
+                                                      ? c - '0'
+                                                      : (std::tolower(c) - 'a' + 10));
     }
     size_line_.clear();
     if (size == 0) {
@@ -153,8 +150,7 @@ void raw_sse_session::feed_body(std::string_view bytes) {
   }
 }
 
-raw_sse_session::result raw_sse_session::next(core::sse_message& out,
-                                              std::chrono::milliseconds timeout) {
+raw_sse_session::result raw_sse_session::next(core::sse_message& out, std::chrono::milliseconds timeout) {
   auto deadline = std::chrono::steady_clock::now() + timeout;
   for (;;) {
     if (!pending_.empty()) {

@@ -24,8 +24,8 @@ class raw_sse_session {
 
   // Connects, sends `GET target` and reads the response header. Throws
   // std::runtime_error on failure or when the status is not 200.
-  raw_sse_session(const client::endpoint& ep, const std::string& target,
-                  std::chrono::milliseconds timeout, int receive_buffer_bytes = 4096);
+  raw_sse_session(const client::endpoint& ep, const std::string& target, std::chrono::milliseconds timeout,
+                  int receive_buffer_bytes = 4096);
   ~raw_sse_session();
   raw_sse_session(const raw_sse_session&) = delete;
   raw_sse_session& operator=(const raw_sse_session&) = delete;

@@ -32,15 +32,13 @@ std::string sse_target(const std::vector<std::string>& selectors, const std::str
 nlohmann::json message_json(const core::sse_message& message) {
   auto j = nlohmann::json::parse(message.data, nullptr, false);
   if (j.is_discarded())
-    throw std::runtime_error("SSE data (event '" + message.event + "') is not JSON: " +
-                             message.data);
+    throw std::runtime_error("SSE data (event '" + message.event + "') is not JSON: " + message.data);
   return j;
 }
 
 data_event parse_data_event(const core::sse_message& message) {
   if (!message.event.empty())
-    throw std::runtime_error("expected a data event, got event '" + message.event +
-                             "': " + message.data);
+    throw std::runtime_error("expected a data event, got event '" + message.event + "': " + message.data);
   auto j = message_json(message);
   data_event e;
   e.id = message.id.value_or("");
@@ -56,14 +54,12 @@ data_event parse_data_event(const core::sse_message& message) {
 
 nlohmann::json await_hello(client::sse_stream& session, std::chrono::milliseconds timeout) {
   if (session.status() != 200)
-    throw std::runtime_error("SSE status " + std::to_string(session.status()) + ": " +
-                             session.error_body());
+    throw std::runtime_error("SSE status " + std::to_string(session.status()) + ": " + session.error_body());
   core::sse_message m;
   auto r = session.next(m, timeout);
   if (r != client::sse_stream::result::message)
-    throw std::runtime_error(r == client::sse_stream::result::closed
-                                 ? "SSE closed before hello"
-                                 : "no hello within the timeout");
+    throw std::runtime_error(r == client::sse_stream::result::closed ? "SSE closed before hello"
+                                                                     : "no hello within the timeout");
   if (m.event != "hello")
     throw std::runtime_error("first SSE message is '" + m.event + "', not hello: " + m.data);
   return message_json(m);
@@ -71,10 +67,14 @@ nlohmann::json await_hello(client::sse_stream& session, std::chrono::millisecond
 
 const char* to_string(collected::end e) {
   switch (e) {
-    case collected::end::count_reached: return "count_reached";
-    case collected::end::control: return "control";
-    case collected::end::closed: return "closed";
-    case collected::end::timeout: return "timeout";
+    case collected::end::count_reached:
+      return "count_reached";
+    case collected::end::control:
+      return "control";
+    case collected::end::closed:
+      return "closed";
+    case collected::end::timeout:
+      return "timeout";
   }
   return "?";
 }

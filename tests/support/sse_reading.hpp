@@ -57,13 +57,11 @@ const char* to_string(collected::end e);
 // `heartbeat` arrived, the stream closed or `timeout` (total) passed.
 // `Session` is client::sse_stream or raw_sse_session.
 template <class Session>
-collected collect_data_events(Session& session, std::size_t count,
-                              std::chrono::milliseconds timeout);
+collected collect_data_events(Session& session, std::size_t count, std::chrono::milliseconds timeout);
 
 // The next message that is not a heartbeat, or nullopt on close/timeout.
 template <class Session>
-std::optional<core::sse_message> next_non_heartbeat(Session& session,
-                                                    std::chrono::milliseconds timeout);
+std::optional<core::sse_message> next_non_heartbeat(Session& session, std::chrono::milliseconds timeout);
 
 // parse_cursor that throws, for cursors the node gave us.
 core::cursor cursor_of(const std::string& text);
@@ -75,8 +73,7 @@ std::vector<std::uint64_t> seqs_of(const std::vector<data_event>& events);
 namespace detail {
 
 inline std::chrono::milliseconds left_until(std::chrono::steady_clock::time_point deadline) {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(deadline -
-                                                               std::chrono::steady_clock::now());
+  return std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
 }
 
 // Files one message into `out`; false when the collection ends with it.
@@ -85,8 +82,7 @@ bool take_message(collected& out, core::sse_message&& m);
 }  // namespace detail
 
 template <class Session>
-collected collect_data_events(Session& session, std::size_t count,
-                              std::chrono::milliseconds timeout) {
+collected collect_data_events(Session& session, std::size_t count, std::chrono::milliseconds timeout) {
   collected out;
   const auto deadline = std::chrono::steady_clock::now() + timeout;
   while (out.events.size() < count) {
@@ -112,8 +108,7 @@ collected collect_data_events(Session& session, std::size_t count,
 }
 
 template <class Session>
-std::optional<core::sse_message> next_non_heartbeat(Session& session,
-                                                    std::chrono::milliseconds timeout) {
+std::optional<core::sse_message> next_non_heartbeat(Session& session, std::chrono::milliseconds timeout) {
   const auto deadline = std::chrono::steady_clock::now() + timeout;
   for (;;) {
     auto left = detail::left_until(deadline);

@@ -3,8 +3,8 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
-#include <sys/syscall.h>
 #include <sys/prctl.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -70,13 +70,11 @@ temp_dir::~temp_dir() {
   std::filesystem::remove_all(path_, ignored);
 }
 
-tidingsd_process::tidingsd_process(const std::filesystem::path& data_dir,
-                                   std::vector<std::string> extra_args,
+tidingsd_process::tidingsd_process(const std::filesystem::path& data_dir, std::vector<std::string> extra_args,
                                    std::chrono::milliseconds start_timeout) {
   // Everything the child needs is built before fork: after fork in a
   // threaded process only async-signal-safe calls are allowed.
-  std::vector<std::string> args{TIDINGSD_PATH, "--listen", "127.0.0.1:0", "--data-dir",
-                                data_dir.string()};
+  std::vector<std::string> args{TIDINGSD_PATH, "--listen", "127.0.0.1:0", "--data-dir", data_dir.string()};
   for (auto& a : extra_args) args.push_back(std::move(a));
   std::vector<char*> argv;
   for (auto& a : args) argv.push_back(a.data());
@@ -136,9 +134,9 @@ tidingsd_process::tidingsd_process(const std::filesystem::path& data_dir,
   std::string failure;
   if (!await_log(needle, start_timeout)) {
     std::lock_guard lock(mutex_);
-    failure = eof_ ? std::string("tidingsd exited before logging node.listening")
-                   : "tidingsd did not log node.listening within " +
-                         std::to_string(start_timeout.count()) + " ms";
+    failure =
+        eof_ ? std::string("tidingsd exited before logging node.listening")
+             : "tidingsd did not log node.listening within " + std::to_string(start_timeout.count()) + " ms";
   } else {
     std::lock_guard lock(mutex_);
     for (const auto& line : lines_) {
@@ -194,8 +192,8 @@ int tidingsd_process::terminate(std::chrono::milliseconds timeout) {
   auto deadline = std::chrono::steady_clock::now() + timeout;
   bool exited = false;
   for (;;) {
-    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
-        deadline - std::chrono::steady_clock::now());
+    auto left =
+        std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
     if (left.count() < 0) left = std::chrono::milliseconds(0);
     pollfd p{pidfd, POLLIN, 0};
     int r = ::poll(&p, 1, static_cast<int>(left.count()));

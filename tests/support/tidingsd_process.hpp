@@ -7,9 +7,9 @@
 // directory it created.
 
 #include <chrono>
-#include <filesystem>
 #include <condition_variable>
 #include <cstdint>
+#include <filesystem>
 #include <mutex>
 #include <string>
 #include <thread>
@@ -36,8 +36,7 @@ class tidingsd_process {
   // Starts `tidingsd --listen 127.0.0.1:0 --data-dir DIR <extra>` and waits
   // (bounded) for its `node.listening` log line. Throws on failure, with the
   // process's stderr in the message.
-  explicit tidingsd_process(const std::filesystem::path& data_dir,
-                            std::vector<std::string> extra_args = {},
+  explicit tidingsd_process(const std::filesystem::path& data_dir, std::vector<std::string> extra_args = {},
                             std::chrono::milliseconds start_timeout = std::chrono::seconds(20));
   ~tidingsd_process();
   tidingsd_process(const tidingsd_process&) = delete;
