@@ -159,6 +159,10 @@ void on_committed(self_ptr self, std::uint64_t token, const std::string& error) 
     if (!entry.idempotency_key.empty()) reply_to_waiters(st, entry.idempotency_key, r);
     return;
   }
+  if (entry.frames.empty() && entry.first_seq_after != st.committed_first) {
+    logging::debug("stream.trimmed",
+                   {{"stream", st.cfg.stream.name}, {"first_seq", entry.first_seq_after}, {"by", "age"}});
+  }
   st.committed_first = entry.first_seq_after;
   if (!entry.frames.empty()) {
     st.committed_head = entry.frames.back()->seq;

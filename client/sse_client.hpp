@@ -36,7 +36,8 @@ class sse_stream {
   std::string last_event_id() const;
 
   // Stops reading without closing the socket (the server's writes pile up in
-  // the socket buffers): used to play a slow consumer.
+  // the socket buffers): used to play a slow consumer. From then on next()
+  // only hands out messages already parsed and otherwise returns timeout at once.
   void pause_reading();
   void close();
 

@@ -106,3 +106,37 @@ TEST_CASE("publish replies {cursor} for one event and {cursors} in order for an 
   CHECK(history[5]["type"] == "CHANGED");
   CHECK(history[5]["data"].is_null());
 }
+
+TEST_CASE("stream listing and health describe a published stream", "[publish]") {
+  temp_dir dir;
+  tidingsd_process node(dir.path(), {"--retention-events", "50"});
+  auto ep = node.endpoint();
+
+  auto health = client::request(ep, "GET", "/healthz");
+  CHECK(health.status == 200);
+  CHECK(parse_body(health) == json{{"status", "ok"}});
+  CHECK(client::request(ep, "GET", "/readyz").status == 200);
+
+  auto first = publish(ep, "docs", event_json("/a", "ADDED", 1));
+  auto last = publish(ep, "docs", event_json("/b", "ADDED", 2));
+
+  auto one = client::request(ep, "GET", "/v1/streams/docs");
+  REQUIRE(one.status == 200);
+  auto stream = parse_body(one);
+  INFO("stream: " << stream.dump());
+  CHECK(stream["name"] == "docs");
+  CHECK(stream["epoch"] == core::format_epoch(cursor_of(first).epoch));
+  CHECK(stream["head"] == last);
+  CHECK(stream["first"] == first);
+  CHECK(stream["events"] == 2);
+  CHECK(stream["retention"]["events"] == 50);
+  CHECK(stream["retention"]["age_ms"].is_number_integer());
+
+  auto all = client::request(ep, "GET", "/v1/streams");
+  REQUIRE(all.status == 200);
+  auto listing = parse_body(all);
+  INFO("listing: " << listing.dump());
+  REQUIRE(listing["streams"].is_array());
+  REQUIRE(listing["streams"].size() == 1);
+  CHECK(listing["streams"][0] == stream);
+}
