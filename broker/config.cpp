@@ -79,6 +79,9 @@ const std::map<std::string, setter>& setters() {
       {"queue-bytes", number<std::size_t>(1024, 1ULL << 32, [](config& c, std::size_t v) {
          c.sse.queue_bytes = v;
        })},
+      {"coalesce-us", number<std::int64_t>(0, 100'000, [](config& c, std::int64_t v) {
+         c.sse.coalesce = std::chrono::microseconds(v);
+       })},
       {"ring-events", number<std::size_t>(0, 1'000'000, [](config& c, std::size_t v) {
          c.ring_events = v;
        })},
@@ -137,7 +140,8 @@ std::string usage() {
          "                [--durability sync|batch|none] [--retention-events N]\n"
          "                [--retention-age-ms MS] [--heartbeat-ms MS] [--queue-frames N]\n"
          "                [--queue-bytes N] [--ring-events N] [--max-body-bytes N]\n"
-         "                [--max-header-bytes N] [--io-threads N] [--drain-ms MS] [--verbose]\n";
+         "                [--max-header-bytes N] [--io-threads N] [--drain-ms MS]\n"
+         "                [--coalesce-us US] [--verbose]\n";
 }
 
 parse_outcome parse_config(const std::vector<std::string>& args) {

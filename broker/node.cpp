@@ -67,6 +67,10 @@ int run_node(const config& cfg) {
 
   caf::actor_system_config caf_cfg;
   caf_cfg.set("scheduler.max-threads", 2);
+  // Work sharing waits on a condition variable when idle; CAF's default
+  // work stealing spins and naps (50 us sleeps) after every message, which
+  // cost more CPU than the hubs' actual work.
+  caf_cfg.set("scheduler.policy", caf::atom("sharing"));
   caf::actor_system system{caf_cfg};
   {
     actors::hub_defaults defaults;

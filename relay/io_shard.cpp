@@ -100,6 +100,39 @@ void io_shard::remove_live(const actors::stream_key& stream, std::uint64_t sessi
   if (it->second.empty()) live_.erase(it);
 }
 
+void io_shard::defer_flush(std::shared_ptr<sse_session> s, std::chrono::steady_clock::time_point due) {
+  deferred_.push_back(std::move(s));
+  if (flush_posted_) return;
+  if (due <= std::chrono::steady_clock::now()) {
+    flush_posted_ = true;
+    net::post(ioc_, [self = shared_from_this()] { self->flush_pass(); });
+    return;
+  }
+  if (flush_armed_) return;
+  flush_armed_ = true;
+  flush_timer_.expires_at(due);
+  flush_timer_.async_wait([self = shared_from_this()](const boost::system::error_code& ec) {
+    self->flush_armed_ = false;
+    if (ec || self->flush_posted_) return;
+    self->flush_pass();
+  });
+}
+
+void io_shard::flush_pass() {
+  flush_posted_ = false;
+  // A few sessions per pass, then yield to whatever else is queued.
+  constexpr std::size_t per_pass = 64;
+  for (std::size_t i = 0; i < per_pass && !deferred_.empty(); ++i) {
+    auto s = std::move(deferred_.front());
+    deferred_.pop_front();
+    s->flush_deferred();
+  }
+  if (!deferred_.empty()) {
+    flush_posted_ = true;
+    net::post(ioc_, [self = shared_from_this()] { self->flush_pass(); });
+  }
+}
+
 void io_shard::drain() {
   net::post(ioc_, [self = shared_from_this()] {
     // Copy: sessions remove themselves as they close.

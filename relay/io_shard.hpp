@@ -8,7 +8,9 @@
 #include <atomic>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/executor_work_guard.hpp>
+#include <boost/asio/steady_timer.hpp>
 #include <cstdint>
+#include <deque>
 #include <functional>
 #include <memory>
 #include <string>
@@ -49,12 +51,19 @@ class io_shard : public actors::fanout_sink, public std::enable_shared_from_this
   void remove_live(const actors::stream_key& stream, std::uint64_t session_id, std::size_t index);
   // Every session gets `closing` and ends.
   void drain();
+  // Calls s->flush_deferred() at `due` (or a little earlier: one timer serves
+  // every session waiting on this shard).
+  void defer_flush(std::shared_ptr<sse_session> s, std::chrono::steady_clock::time_point due);
 
   std::size_t session_count() const { return session_count_.load(); }
   // Called on this shard's thread whenever the last session has gone.
   void on_idle(std::function<void()> f) { on_idle_ = std::move(f); }
   // After join(): drop sessions that never finished (drain deadline passed).
-  void discard_sessions() { sessions_.clear(); live_.clear(); }
+  void discard_sessions() {
+    deferred_.clear();
+    sessions_.clear();
+    live_.clear();
+  }
 
   // Subscription ids carry the session id and the stream's index in it.
   static std::uint64_t subscription_id(std::uint64_t session, std::size_t index) {
@@ -67,6 +76,7 @@ class io_shard : public actors::fanout_sink, public std::enable_shared_from_this
     std::uint64_t session_id;
     std::size_t index;
   };
+  void flush_pass();
   static std::string key_string(const actors::stream_key& k) { return k.tenant + '\0' + k.name; }
 
   std::size_t index_;
@@ -80,6 +90,10 @@ class io_shard : public actors::fanout_sink, public std::enable_shared_from_this
   std::atomic<std::size_t> session_count_{0};
   bool delivering_ = false;
   std::function<void()> on_idle_;
+  boost::asio::steady_timer flush_timer_{ioc_};
+  bool flush_armed_ = false;
+  bool flush_posted_ = false;
+  std::deque<std::shared_ptr<sse_session>> deferred_;
   std::vector<std::string> dirty_;  // live_ keys with entries removed during delivery
 };
 

@@ -17,6 +17,10 @@ struct sse_options {
   int retry_ms = 2000;
   std::size_t page_frames = 256;       // catch-up read size
   std::size_t write_bytes = 256 << 10; // most bytes coalesced into one write
+  // A session that wrote less than this long ago waits out the rest of it
+  // before writing again, so a busy stream costs one write per window rather
+  // than one per event. An idle session writes at once.
+  std::chrono::microseconds coalesce{1000};
   std::chrono::milliseconds close_deadline{5000};  // a terminal frame's write
 };
 

@@ -139,6 +139,21 @@ void sse_session::on_frames(std::size_t index, const actors::frame_batch& batch)
     accept_frame(index, batch.epoch, f);
     if (terminating_) break;
   }
+  flush_soon();
+}
+
+// Writes are never made inside a delivery: the shard runs them in passes of
+// a few sessions, so a publisher's ack posted to this thread is not stuck
+// behind a thousand writes, and a busy session collects several events per
+// write.
+void sse_session::flush_soon() {
+  if (write_in_flight_ || flush_deferred_ || closed_ || queue_.empty()) return;
+  flush_deferred_ = true;
+  shard_.defer_flush(shared_from_this(), last_write_ + options_.coalesce);
+}
+
+void sse_session::flush_deferred() {
+  flush_deferred_ = false;
   do_write();
 }
 
@@ -251,6 +266,7 @@ void sse_session::do_write() {
   bool last = terminating_ && queue_.empty();
   buffers_.push_back(net::buffer(last ? std::string_view("\r\n0\r\n\r\n") : std::string_view("\r\n")));
   write_in_flight_ = true;
+  last_write_ = std::chrono::steady_clock::now();
   net::async_write(socket_, buffers_, [self = shared_from_this()](const error_code& ec, std::size_t) {
     self->on_write(ec);
   });

@@ -40,6 +40,8 @@ class sse_session : public std::enable_shared_from_this<sse_session> {
   void on_fetched(std::size_t index, actors::fetch_reply reply);
   void on_frames(std::size_t index, const actors::frame_batch& batch);
   void close_with_closing();
+  // The shard's coalescing timer fired: write what is queued.
+  void flush_deferred();
 
  private:
   enum class sub_state { probing, fetching, waiting_room, live, ended };
@@ -66,6 +68,7 @@ class sse_session : public std::enable_shared_from_this<sse_session> {
   std::string last_delivered_id() const;
   void unsubscribe_all();
   bool has_room() const;
+  void flush_soon();
   void do_write();
   void on_write(const boost::system::error_code& ec);
   void wait_heartbeat();
@@ -92,6 +95,8 @@ class sse_session : public std::enable_shared_from_this<sse_session> {
   std::vector<out_item> writing_;  // kept alive while the write is in flight
   std::string chunk_head_;
   bool write_in_flight_ = false;
+  bool flush_deferred_ = false;
+  std::chrono::steady_clock::time_point last_write_{};
   bool wrote_since_heartbeat_ = false;
   bool terminating_ = false;
   bool closed_ = false;
