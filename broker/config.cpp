@@ -154,6 +154,7 @@ parse_outcome parse_config(const std::vector<std::string>& args) {
     if (a.rfind("--", 0) != 0) return {std::nullopt, "unexpected argument '" + a + "'"};
     auto eq = a.find('=');
     auto key = a.substr(2, eq == std::string::npos ? std::string::npos : eq - 2);
+    if (key != "config" && !setters().contains(key)) return {std::nullopt, "unknown flag '--" + key + "'"};
     std::string value;
     if (eq != std::string::npos) {
       value = a.substr(eq + 1);

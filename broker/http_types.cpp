@@ -1,16 +1,10 @@
 #include "broker/http_types.hpp"
 
+#include "core/hex.hpp"
 #include "core/json_text.hpp"
 
 namespace tidings::broker {
 namespace {
-
-int hex_value(char c) {
-  if (c >= '0' && c <= '9') return c - '0';
-  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-  return -1;
-}
 
 bool percent_decode(std::string_view in, bool plus_is_space, std::string& out) {
   out.clear();
@@ -18,8 +12,8 @@ bool percent_decode(std::string_view in, bool plus_is_space, std::string& out) {
     char c = in[i];
     if (c == '%') {
       if (i + 2 >= in.size()) return false;
-      int hi = hex_value(in[i + 1]);
-      int lo = hex_value(in[i + 2]);
+      int hi = core::hex_digit_value(in[i + 1]);
+      int lo = core::hex_digit_value(in[i + 2]);
       if (hi < 0 || lo < 0) return false;
       out += static_cast<char>(hi * 16 + lo);
       i += 2;

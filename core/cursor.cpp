@@ -2,16 +2,11 @@
 
 #include <limits>
 
+#include "core/hex.hpp"
+
 namespace tidings::core {
 
 namespace {
-
-int hex_value(char ch) {
-  if (ch >= '0' && ch <= '9') return ch - '0';
-  if (ch >= 'a' && ch <= 'f') return ch - 'a' + 10;
-  if (ch >= 'A' && ch <= 'F') return ch - 'A' + 10;
-  return -1;
-}
 
 // 1 to 20 decimal digits; nullopt when the value does not fit in 64 bits.
 std::optional<std::uint64_t> parse_seq(std::string_view text) {
@@ -43,7 +38,7 @@ std::optional<std::uint64_t> parse_epoch(std::string_view text) {
   if (text.empty() || text.size() > 16) return std::nullopt;
   std::uint64_t value = 0;
   for (char ch : text) {
-    int digit = hex_value(ch);
+    int digit = hex_digit_value(ch);
     if (digit < 0) return std::nullopt;
     value = (value << 4) | static_cast<std::uint64_t>(digit);
   }

@@ -84,9 +84,12 @@ void sse_session::fetch(std::size_t index) {
   req->after = sub.position;
   // Ask for no more than half the free room, so a page never overflows the
   // queue on its own.
-  req->max_frames = std::clamp<std::size_t>((options_.queue_frames - queue_.size()) / 2, 1,
-                                            options_.page_frames);
-  req->max_bytes = std::max<std::size_t>((options_.queue_bytes - queued_bytes_) / 2, 1);
+  // (Control frames and one oversized event may take the queue past its
+  // limits, hence the saturating differences.)
+  auto free_frames = options_.queue_frames - std::min(options_.queue_frames, queue_.size());
+  auto free_bytes = options_.queue_bytes - std::min(options_.queue_bytes, queued_bytes_);
+  req->max_frames = std::clamp<std::size_t>(free_frames / 2, 1, options_.page_frames);
+  req->max_bytes = std::max<std::size_t>(free_bytes / 2, 1);
   caf::anon_send(sub.hub, actors::fetch_atom::value, std::move(req));
 }
 

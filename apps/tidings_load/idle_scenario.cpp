@@ -1,6 +1,7 @@
 // idle: what an idle SSE session costs the node in memory. The node's VmRSS
 // is read before the first session opens and after every session had its
-// hello; the difference is spread over the sessions.
+// hello; the difference is spread over the sessions. For nchan the process
+// is its single nginx worker, which holds every subscriber.
 
 #include <cstdio>
 #include <iostream>
@@ -25,7 +26,7 @@ constexpr std::size_t idle_read_size = 1024;
 
 int run_idle(scenario_context& ctx) {
   const auto& o = ctx.opts;
-  session_pool pool(ctx.ioc, ctx.server, o.stream, o.sessions, o.connect_window, idle_read_size,
+  session_pool pool(ctx.ioc, ctx.server, o.peer, o.stream, o.sessions, o.connect_window, idle_read_size,
                     nullptr);
   boost::asio::steady_timer deadline(ctx.ioc);
   std::string failure;
@@ -68,7 +69,8 @@ int run_idle(scenario_context& ctx) {
   if (rss_before && rss_after) {
     per_session = static_cast<double>(*rss_after - *rss_before) / static_cast<double>(o.sessions);
   }
-  std::printf("idle: %zu sessions opened in %.3f s\n", o.sessions, open_s);
+  std::printf("idle (%s): %zu sessions opened in %.3f s\n", target_name(o.peer), o.sessions,
+              open_s);
   if (per_session) {
     std::printf("  node rss          %.1f MiB before, %.1f MiB after\n",
                 static_cast<double>(*rss_before) / 1048576.0,
@@ -80,6 +82,7 @@ int run_idle(scenario_context& ctx) {
   auto opt = [](const auto& v) { return v ? nlohmann::json(*v) : nlohmann::json(); };
   nlohmann::json j = {
       {"scenario", "idle"},
+      {"target", target_name(o.peer)},
       {"sessions", o.sessions},
       {"open_s", open_s},
       {"node_rss_before", opt(rss_before)},

@@ -1,5 +1,7 @@
 #include "apps/tidings_load/load_options.hpp"
 
+#include <algorithm>
+#include <cctype>
 #include <charconv>
 
 #include <boost/asio/ip/address.hpp>
@@ -8,7 +10,7 @@ namespace tidings::load {
 
 const char* const load_usage =
     "usage: tidings-load (--server HOST:PORT [--pid PID] | --tidingsd PATH [--node-arg ARG]...)\n"
-    "                    [--scenario fanout|idle] [--sessions N] [--events N]\n"
+    "                    [--target tidings|nchan] [--scenario fanout|idle] [--sessions N] [--events N]\n"
     "                    [--payload-bytes N] [--publishers K] [--stream NAME]\n"
     "                    [--connect-window N] [--timeout-s N]\n"
     "\n"
@@ -16,6 +18,8 @@ const char* const load_usage =
     "  keep-alive publishers each waiting for its ack; prints deliveries/s,\n"
     "  publish-to-receive latency p50/p99/max, ack rate and CPU of node and client.\n"
     "idle: N sessions (10000) wait after hello; prints the node's RSS per idle session.\n"
+    "--target nchan: the server is nginx with nchan (with --server; --pid is its single\n"
+    "  worker): subscribe GET /sub/STREAM (eventsource), publish POST /pub/STREAM.\n"
     "Loopback only. Ends with one JSON line holding every figure.\n";
 
 namespace {
@@ -62,6 +66,15 @@ load_options parse_load_options(const std::vector<std::string>& args) {
       } else {
         throw usage_error("--scenario is fanout or idle, got '" + v + "'");
       }
+    } else if (arg == "--target") {
+      const auto v = value();
+      if (v == "tidings") {
+        out.peer = target::tidings;
+      } else if (v == "nchan") {
+        out.peer = target::nchan;
+      } else {
+        throw usage_error("--target is tidings or nchan, got '" + v + "'");
+      }
     } else if (arg == "--sessions") {
       out.sessions = number(arg, value(), 1);
     } else if (arg == "--events") {
@@ -93,8 +106,19 @@ load_options parse_load_options(const std::vector<std::string>& args) {
     if (ec || !addr.is_loopback()) throw usage_error("--server must be a loopback address");
   }
   if (out.pid && !out.server) throw usage_error("--pid goes with --server");
+  if (out.peer == target::nchan && !out.server) {
+    throw usage_error("--target nchan needs --server (tidings-load does not start nginx)");
+  }
+  // Both ends put the name in a URL path unescaped; this keeps it one segment.
+  const bool plain = !out.stream.empty() && out.stream.size() <= 128 &&
+                     std::all_of(out.stream.begin(), out.stream.end(), [](unsigned char c) {
+                       return std::islower(c) || std::isdigit(c) || c == '_' || c == '-' || c == '.';
+                     });
+  if (!plain) throw usage_error("--stream wants 1..128 of [a-z0-9_.-], got '" + out.stream + "'");
   if (out.sessions == 0) out.sessions = out.kind == scenario::fanout ? 1000 : 10000;
   return out;
 }
+
+const char* target_name(target t) { return t == target::nchan ? "nchan" : "tidings"; }
 
 }  // namespace tidings::load

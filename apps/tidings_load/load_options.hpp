@@ -21,11 +21,16 @@ class usage_error : public std::runtime_error {
 
 enum class scenario { fanout, idle };
 
+// What is being measured: a Tidings node, or nginx with the nchan module as
+// the peer it is compared with.
+enum class target { tidings, nchan };
+
 struct load_options {
   std::optional<client::endpoint> server;  // a running node
   std::string tidingsd;                    // or spawn this binary
   std::vector<std::string> node_args;      // extra flags for the spawned node
   scenario kind = scenario::fanout;
+  target peer = target::tidings;
   std::size_t sessions = 0;  // 0: the scenario's default
   std::size_t events = 2000;
   std::size_t payload_bytes = 200;
@@ -33,11 +38,14 @@ struct load_options {
   std::size_t connect_window = 256;  // sessions connecting at once
   std::string stream = "load";
   unsigned timeout_s = 300;
-  std::optional<pid_t> pid;  // the node's pid when not spawning (for RSS and CPU)
+  std::optional<pid_t> pid;  // the node's pid when not spawning (for RSS and CPU);
+                             // for nchan, the single nginx worker's
   bool help = false;
 };
 
 load_options parse_load_options(const std::vector<std::string>& args);
+
+const char* target_name(target t);
 
 extern const char* const load_usage;
 

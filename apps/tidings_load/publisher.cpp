@@ -7,19 +7,18 @@
 #include <boost/asio/write.hpp>
 
 #include "apps/tidings_load/sse_session.hpp"
+#include "apps/tidings_load/target_requests.hpp"
 
 namespace tidings::load {
 
 namespace net = boost::asio;
 using tcp = net::ip::tcp;
 
-publisher::publisher(net::io_context& ioc, const tcp::endpoint& server, const std::string& stream,
-                     const std::string& pad, publish_source& source)
-    : socket_(ioc), server_(server), pad_(pad), source_(source) {
-  head_prefix_ = "POST /v1/streams/" + stream + "/events HTTP/1.1\r\nHost: " +
-                 server.address().to_string() + ":" + std::to_string(server.port()) +
-                 "\r\nContent-Type: application/json\r\nContent-Length: ";
-}
+publisher::publisher(net::io_context& ioc, const tcp::endpoint& server, target peer,
+                     const std::string& stream, std::size_t number, const std::string& pad,
+                     publish_source& source)
+    : socket_(ioc), server_(server), peer_(peer), number_(number),
+      head_prefix_(publish_head_prefix(peer, server, stream)), pad_(pad), source_(source) {}
 
 void publisher::start() {
   socket_.async_connect(server_, [this](const boost::system::error_code& ec) {
@@ -51,9 +50,7 @@ void publisher::send_next() {
   // The send time travels in the event, so every receiver can compute its
   // own publish-to-receive latency with the same (steady) clock.
   sent_ns_ = steady_ns();
-  const std::string body = "{\"path\":\"/\",\"type\":\"CHANGED\",\"data\":{\"t\":" +
-                           std::to_string(sent_ns_) + ",\"i\":" + std::to_string(index_) +
-                           ",\"pad\":\"" + pad_ + "\"}}";
+  const std::string body = publish_body(peer_, sent_ns_, index_, number_, pad_);
   request_ = head_prefix_ + std::to_string(body.size()) + "\r\n\r\n" + body;
   net::async_write(socket_, net::buffer(request_),
                    [this](const boost::system::error_code& ec, std::size_t) {
@@ -98,10 +95,11 @@ void publisher::on_read(const boost::system::error_code& ec, std::size_t n) {
     body = reply_.substr(body_start, length);
   }
 
-  const auto sp = reply_.find(' ');
-  const bool created = sp != std::string::npos &&
-                       (reply_.compare(sp + 1, 3, "201") == 0 || reply_.compare(sp + 1, 3, "200") == 0);
-  if (!created) {
+  int status = 0;
+  if (const auto sp = reply_.find(' '); sp != std::string::npos) {
+    std::from_chars(reply_.data() + sp + 1, reply_.data() + reply_.size(), status);
+  }
+  if (!publish_accepted(peer_, status)) {
     return fail("publish refused: " + reply_.substr(0, reply_.find("\r\n")) + " " + body);
   }
   const bool closing = head.find("\r\nconnection: close") != std::string::npos;

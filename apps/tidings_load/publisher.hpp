@@ -10,6 +10,7 @@
 #include <boost/asio/ip/tcp.hpp>
 
 #include "apps/tidings_load/chunked_decoder.hpp"
+#include "apps/tidings_load/load_options.hpp"
 
 namespace tidings::load {
 
@@ -26,8 +27,11 @@ class publish_source {
 
 class publisher {
  public:
+  // `number` travels in every payload so receivers can check each
+  // publisher's order on its own.
   publisher(boost::asio::io_context& ioc, const boost::asio::ip::tcp::endpoint& server,
-            const std::string& stream, const std::string& pad, publish_source& source);
+            target peer, const std::string& stream, std::size_t number, const std::string& pad,
+            publish_source& source);
   publisher(const publisher&) = delete;
   publisher& operator=(const publisher&) = delete;
 
@@ -42,6 +46,8 @@ class publisher {
 
   boost::asio::ip::tcp::socket socket_;
   boost::asio::ip::tcp::endpoint server_;
+  target peer_;
+  std::size_t number_;
   std::string head_prefix_;
   const std::string& pad_;
   publish_source& source_;

@@ -1,16 +1,15 @@
 #include "apps/tidings_load/session_pool.hpp"
 
+#include "apps/tidings_load/target_requests.hpp"
+
 namespace tidings::load {
 
 session_pool::session_pool(boost::asio::io_context& ioc,
-                           const boost::asio::ip::tcp::endpoint& server, const std::string& stream,
-                           std::size_t count, std::size_t window, std::size_t read_size,
-                           event_sink* sink)
-    : ioc_(ioc), server_(server), count_(count), window_(window), read_size_(read_size),
-      sink_(sink) {
-  request_ = "GET /v1/sse?stream=" + stream + " HTTP/1.1\r\nHost: " +
-             server.address().to_string() + ":" + std::to_string(server.port()) +
-             "\r\nAccept: text/event-stream\r\n\r\n";
+                           const boost::asio::ip::tcp::endpoint& server, target peer,
+                           const std::string& stream, std::size_t count, std::size_t window,
+                           std::size_t read_size, event_sink* sink)
+    : ioc_(ioc), server_(server), request_(subscribe_request(peer, server, stream)), peer_(peer),
+      count_(count), window_(window), read_size_(read_size), sink_(sink) {
   sessions_.reserve(count);
   hello_seen_.assign(count, false);
 }
@@ -26,7 +25,7 @@ void session_pool::start_next() {
   if (sessions_.size() >= count_) return;
   const std::size_t id = sessions_.size();
   sessions_.push_back(
-      std::make_unique<sse_session>(ioc_, server_, request_, *this, id, read_size_));
+      std::make_unique<sse_session>(ioc_, server_, request_, peer_, *this, id, read_size_));
   sessions_.back()->start();
 }
 
@@ -42,9 +41,8 @@ void session_pool::on_hello(std::size_t session) {
   if (ready_ == count_ && on_ready_) on_ready_();
 }
 
-void session_pool::on_event(std::size_t session, std::uint64_t seq, std::int64_t sent_ns,
-                            std::int64_t index, std::int64_t received_ns) {
-  if (sink_) sink_->on_event(session, seq, sent_ns, index, received_ns);
+void session_pool::on_event(std::size_t session, const delivery& d) {
+  if (sink_) sink_->on_event(session, d);
 }
 
 void session_pool::on_failure(std::size_t session, const std::string& why) {

@@ -15,8 +15,7 @@ namespace tidings::load {
 
 class event_sink {
  public:
-  virtual void on_event(std::size_t session, std::uint64_t seq, std::int64_t sent_ns,
-                        std::int64_t index, std::int64_t received_ns) = 0;
+  virtual void on_event(std::size_t session, const delivery& d) = 0;
 
  protected:
   ~event_sink() = default;
@@ -25,7 +24,7 @@ class event_sink {
 class session_pool final : public session_observer {
  public:
   session_pool(boost::asio::io_context& ioc, const boost::asio::ip::tcp::endpoint& server,
-               const std::string& stream, std::size_t count, std::size_t window,
+               target peer, const std::string& stream, std::size_t count, std::size_t window,
                std::size_t read_size, event_sink* sink);
 
   // `on_ready` once every session had its hello; `on_failure` at the first
@@ -37,8 +36,7 @@ class session_pool final : public session_observer {
   std::size_t size() const { return sessions_.size(); }
 
   void on_hello(std::size_t session) override;
-  void on_event(std::size_t session, std::uint64_t seq, std::int64_t sent_ns, std::int64_t index,
-                std::int64_t received_ns) override;
+  void on_event(std::size_t session, const delivery& d) override;
   void on_failure(std::size_t session, const std::string& why) override;
 
  private:
@@ -47,6 +45,7 @@ class session_pool final : public session_observer {
   boost::asio::io_context& ioc_;
   boost::asio::ip::tcp::endpoint server_;
   std::string request_;
+  target peer_;
   std::size_t count_;
   std::size_t window_;
   std::size_t read_size_;

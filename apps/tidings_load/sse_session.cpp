@@ -40,9 +40,9 @@ std::int64_t steady_ns() {
 }
 
 sse_session::sse_session(net::io_context& ioc, const tcp::endpoint& server,
-                         const std::string& request, session_observer& observer, std::size_t id,
-                         std::size_t read_size)
-    : socket_(ioc), server_(server), request_(request), observer_(observer), id_(id),
+                         const std::string& request, target peer, session_observer& observer,
+                         std::size_t id, std::size_t read_size)
+    : socket_(ioc), server_(server), request_(request), peer_(peer), observer_(observer), id_(id),
       read_buf_(read_size) {}
 
 void sse_session::start() {
@@ -156,6 +156,7 @@ void sse_session::scan_frames(std::int64_t now_ns) {
 
 void sse_session::on_frame(std::string_view frame, std::int64_t now_ns) {
   std::string_view event, id, data;
+  bool comment = false;
   std::size_t pos = 0;
   while (pos < frame.size()) {
     const auto nl = frame.find('\n', pos);
@@ -167,23 +168,45 @@ void sse_session::on_frame(std::string_view frame, std::int64_t now_ns) {
       id = line.substr(4);
     } else if (starts_with(line, "event: ")) {
       event = line.substr(7);
+    } else if (starts_with(line, ":")) {
+      comment = true;
     }
   }
   if (!event.empty()) {
-    if (event == "hello") return observer_.on_hello(id_);
+    if (peer_ == target::tidings && event == "hello") {
+      hello_ = true;
+      return observer_.on_hello(id_);
+    }
     if (event == "heartbeat") return;
     return fail(std::string(event) + ": " + std::string(data));
   }
-  if (data.empty()) return;  // "retry:" and comments
+  if (data.empty()) {
+    // nchan's first frame is a lone comment; it has registered the
+    // subscriber by then, so it is what tidingsd's hello is.
+    if (peer_ == target::nchan && comment && !hello_) {
+      hello_ = true;
+      observer_.on_hello(id_);
+    }
+    return;  // "retry:" and comments
+  }
+  if (!hello_) return fail("an event before the subscription was confirmed");
 
-  std::int64_t seq = 0, sent = 0, index = 0;
-  const auto colon = id.rfind(':');
-  if (colon == std::string_view::npos ||
-      std::from_chars(id.data() + colon + 1, id.data() + id.size(), seq).ec != std::errc() ||
-      !find_int(data, "\"t\":", sent) || !find_int(data, "\"i\":", index)) {
+  delivery d;
+  d.received_ns = now_ns;
+  bool id_ok = !id.empty();
+  if (peer_ == target::tidings) {
+    std::int64_t seq = 0;
+    const auto colon = id.rfind(':');
+    id_ok = colon != std::string_view::npos &&
+            std::from_chars(id.data() + colon + 1, id.data() + id.size(), seq).ec == std::errc() &&
+            seq > 0;
+    d.seq = static_cast<std::uint64_t>(seq);
+  }
+  if (!id_ok || !find_int(data, "\"t\":", d.sent_ns) || !find_int(data, "\"i\":", d.index) ||
+      !find_int(data, "\"p\":", d.publisher)) {
     return fail("unexpected event: " + std::string(frame.substr(0, 200)));
   }
-  observer_.on_event(id_, static_cast<std::uint64_t>(seq), sent, index, now_ns);
+  observer_.on_event(id_, d);
 }
 
 }  // namespace tidings::load

@@ -3,8 +3,11 @@
 // One SSE connection of the load client, on raw asio: the response header,
 // chunked decoding and SSE framing are handled by hand so that a single
 // thread can keep thousands of sessions busy. It understands exactly what
-// tidingsd sends ("\n"-terminated lines, frames ending in "\n\n") and the
-// load payload {"t":<ns>,"i":<index>,...}; anything else is a failure.
+// its target sends ("\n"-terminated lines, frames ending in "\n\n") and the
+// load payload {"t":<ns>,"i":<index>,"p":<publisher>,...}; anything else is a
+// failure. tidingsd: chunked, `event: hello` first, cursors as ids. nchan:
+// no chunking and no length (the body ends when the connection does), a
+// ": hi" comment frame first, ids of its own ("<time>:<tag>").
 
 #include <cstdint>
 #include <string>
@@ -15,16 +18,23 @@
 #include <boost/asio/ip/tcp.hpp>
 
 #include "apps/tidings_load/chunked_decoder.hpp"
+#include "apps/tidings_load/load_options.hpp"
 
 namespace tidings::load {
 
+struct delivery {
+  std::uint64_t seq = 0;  // the cursor's seq from the id line; 0 for nchan
+  std::int64_t sent_ns = 0;
+  std::int64_t index = 0;
+  std::int64_t publisher = 0;
+  std::int64_t received_ns = 0;  // when the read that carried the frame completed
+};
+
 class session_observer {
  public:
+  // The target has taken the subscription (its first frame arrived).
   virtual void on_hello(std::size_t session) = 0;
-  // `seq` comes from the id line, `sent_ns` and `index` from the payload,
-  // `received_ns` is when the read that carried the frame completed.
-  virtual void on_event(std::size_t session, std::uint64_t seq, std::int64_t sent_ns,
-                        std::int64_t index, std::int64_t received_ns) = 0;
+  virtual void on_event(std::size_t session, const delivery& d) = 0;
   // Called at most once; the session is dead afterwards.
   virtual void on_failure(std::size_t session, const std::string& why) = 0;
 
@@ -37,8 +47,8 @@ std::int64_t steady_ns();
 class sse_session {
  public:
   sse_session(boost::asio::io_context& ioc, const boost::asio::ip::tcp::endpoint& server,
-              const std::string& request, session_observer& observer, std::size_t id,
-              std::size_t read_size);
+              const std::string& request, target peer, session_observer& observer,
+              std::size_t id, std::size_t read_size);
   sse_session(const sse_session&) = delete;
   sse_session& operator=(const sse_session&) = delete;
 
@@ -58,12 +68,14 @@ class sse_session {
   boost::asio::ip::tcp::socket socket_;
   boost::asio::ip::tcp::endpoint server_;
   const std::string& request_;
+  target peer_;
   session_observer& observer_;
   std::size_t id_;
   std::vector<char> read_buf_;
   std::string head_;
   bool in_body_ = false;
   bool chunked_ = false;
+  bool hello_ = false;
   chunked_decoder dechunk_;
   std::string body_;
   bool done_ = false;  // failed or closed: report nothing more

@@ -1,0 +1,33 @@
+#pragma once
+
+// What each target wants on the wire. Tidings takes an event envelope and
+// wraps the payload in its own SSE data object; nchan takes the payload as
+// the whole message body and sends it back verbatim as the `data:` line.
+// Either way the payload is {"t":<send ns>,"i":<index>,"p":<publisher>,"pad":"x..."}.
+
+#include <cstdint>
+#include <string>
+
+#include <boost/asio/ip/tcp.hpp>
+
+#include "apps/tidings_load/load_options.hpp"
+
+namespace tidings::load {
+
+// The whole subscribe request for `stream`.
+std::string subscribe_request(target t, const boost::asio::ip::tcp::endpoint& server,
+                              const std::string& stream);
+
+// A publish request up to and including "Content-Length: "; the caller adds
+// the length, the blank line and the body.
+std::string publish_head_prefix(target t, const boost::asio::ip::tcp::endpoint& server,
+                                const std::string& stream);
+
+std::string publish_body(target t, std::int64_t sent_ns, std::int64_t index,
+                         std::size_t publisher, const std::string& pad);
+
+// Whether an HTTP status acknowledges a publish: Tidings says 201, nchan 201
+// with subscribers present and 202 without.
+bool publish_accepted(target t, int status);
+
+}  // namespace tidings::load
