@@ -212,7 +212,7 @@ std::string sse_session::id_of(const out_item& item) const {
 std::string sse_session::last_delivered_id() const {
   for (auto it = writing_.rbegin(); it != writing_.rend(); ++it)
     if (it->frame) return id_of(*it);
-  return last_written_id_;
+  return id_of(last_written_);
 }
 
 void sse_session::write_hello() {
@@ -280,8 +280,14 @@ void sse_session::on_write(const error_code& ec) {
   preamble_.clear();
   if (ec) return close();
   wrote_since_heartbeat_ = true;
-  auto id = last_delivered_id();
-  if (!id.empty()) last_written_id_ = std::move(id);
+  // Keep the last data item written (not its id text: formatting that on
+  // every write is wasted unless the session overflows).
+  for (auto it = writing_.rbegin(); it != writing_.rend(); ++it) {
+    if (it->frame) {
+      last_written_ = std::move(*it);
+      break;
+    }
+  }
   writing_.clear();
   if (!terminating_ && has_room()) {
     for (std::size_t i = 0; i < subs_.size(); ++i)

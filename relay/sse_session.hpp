@@ -100,7 +100,7 @@ class sse_session : public std::enable_shared_from_this<sse_session> {
   bool wrote_since_heartbeat_ = false;
   bool terminating_ = false;
   bool closed_ = false;
-  std::string last_written_id_;  // for slow_consumer's resume hint
+  out_item last_written_;  // the last data event written, for slow_consumer's resume hint
 };
 
 }  // namespace tidings::relay
