@@ -127,7 +127,11 @@ std::optional<std::string> apply_file(config& c, const std::string& path) {
   if (!root.IsMap()) return "config file " + path + ": expected a mapping of settings";
   for (const auto& kv : root) {
     auto key = kv.first.as<std::string>();
-    if (!kv.second.IsScalar()) return "config file " + path + ": " + key + " must be a single value";
+    if (!kv.second.IsScalar()) {
+      std::string err = "config file ";
+      err.append(path).append(": ").append(key).append(" must be a single value");
+      return err;
+    }
     if (auto err = apply(c, key, kv.second.as<std::string>(), "config file " + path)) return err;
   }
   return std::nullopt;

@@ -103,7 +103,7 @@ route_result api::publish(const std::string& stream, const http_request& req, re
   }
 
   request->idempotency_key = std::move(idempotency_key);
-  request->reply = [respond = std::move(respond), single](actors::publish_result r) {
+  request->reply = [respond = std::move(respond), single](const actors::publish_result& r) {
     switch (r.outcome) {
       case actors::publish_outcome::appended:
         return respond(http_response{201, cursors_body(r.cursors, single), "application/json", {}});

@@ -26,7 +26,7 @@ std::string stream_json(const persistence::stream_meta& m) {
   return j;
 }
 
-http_response gone(std::string_view reason, std::string message, core::cursor head) {
+http_response gone(std::string_view reason, std::string_view message, core::cursor head) {
   auto r = error_response(410, message);
   r.body.pop_back();
   r.body += ",\"reason\":\"" + std::string(reason) + "\",\"head\":\"" + core::format_cursor(head) + "\"}";

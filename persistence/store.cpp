@@ -148,6 +148,7 @@ status store::open(const std::string& dir, durability d, std::unique_ptr<store>*
       if (std::find(names.begin(), names.end(), name) == names.end()) names.push_back(name);
   }
   std::vector<rocksdb::ColumnFamilyDescriptor> descriptors;
+  descriptors.reserve(names.size());
   for (auto& name : names) descriptors.emplace_back(name, rocksdb::ColumnFamilyOptions(options));
 
   std::unique_ptr<store> db(new store());

@@ -59,7 +59,7 @@ void io_shard::fetched(actors::stream_key stream, actors::fetch_reply reply) {
     if (it != self->sessions_.end()) {
       // Keep the session alive through the call even if it closes inside.
       auto session = it->second;
-      session->on_fetched(index, std::move(reply));
+      session->on_fetched(index, reply);
     } else if (reply.registered) {
       // The session ended while its subscription was being set up.
       caf::anon_send(self->hubs_.get(stream), actors::unsub_atom::value,

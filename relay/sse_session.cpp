@@ -93,7 +93,7 @@ void sse_session::fetch(std::size_t index) {
   caf::anon_send(sub.hub, actors::fetch_atom::value, std::move(req));
 }
 
-void sse_session::on_fetched(std::size_t index, actors::fetch_reply reply) {
+void sse_session::on_fetched(std::size_t index, const actors::fetch_reply& reply) {
   if (index >= subs_.size()) return;
   auto& sub = subs_[index];
   if (terminating_ || closed_ || sub.state == sub_state::ended) {

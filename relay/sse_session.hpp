@@ -37,7 +37,7 @@ class sse_session : public std::enable_shared_from_this<sse_session> {
   void start();
 
   // From the shard, on this thread.
-  void on_fetched(std::size_t index, actors::fetch_reply reply);
+  void on_fetched(std::size_t index, const actors::fetch_reply& reply);
   void on_frames(std::size_t index, const actors::frame_batch& batch);
   void close_with_closing();
   // The shard's coalescing timer fired: write what is queued.
