@@ -1,8 +1,10 @@
 #include "broker/config.hpp"
 
+#include <algorithm>
 #include <charconv>
 #include <functional>
 #include <map>
+#include <thread>
 #include <yaml-cpp/yaml.h>
 
 namespace tidings::broker {
@@ -138,6 +140,10 @@ std::optional<std::string> apply_file(config& c, const std::string& path) {
 }
 
 }  // namespace
+
+std::size_t default_io_threads() {
+  return std::max<std::size_t>(1, std::thread::hardware_concurrency() / 2);
+}
 
 std::string usage() {
   return "usage: tidingsd [--config FILE] [--listen HOST:PORT] [--data-dir DIR]\n"

@@ -71,7 +71,8 @@ std::vector<std::string> run_publisher(const client::endpoint& ep, int publisher
 
 TEST_CASE("8 concurrent publishers get contiguous seqs that 3 sessions see in one order", "[concurrent]") {
   temp_dir dir;
-  tidingsd_process node(dir.path());
+  // Two I/O shards, so sessions and publishers are spread over both threads.
+  tidingsd_process node(dir.path(), {"--io-threads", "2"});
   auto ep = node.endpoint();
 
   std::vector<std::unique_ptr<client::sse_stream>> sessions;

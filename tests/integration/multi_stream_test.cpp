@@ -54,7 +54,7 @@ void check_ids(const std::vector<data_event>& events, std::vector<core::cursor>&
 
 TEST_CASE("a two-stream session resumes both streams from its last id", "[multi-stream]") {
   temp_dir dir;
-  tidingsd_process node(dir.path());
+  tidingsd_process node(dir.path(), {"--io-threads", "2"});
   auto ep = node.endpoint();
   client::http_connection conn(ep);
   std::map<std::string, std::vector<std::string>> acked;

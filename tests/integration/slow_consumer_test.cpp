@@ -33,7 +33,7 @@ constexpr std::size_t batch_size = 10;
 TEST_CASE("a stalled session gets resync slow_consumer while publisher and fast session go on",
           "[slow-consumer]") {
   temp_dir dir;
-  tidingsd_process node(dir.path(), {"--queue-frames", "64", "--queue-bytes", "65536"});
+  tidingsd_process node(dir.path(), {"--queue-frames", "64", "--queue-bytes", "65536", "--io-threads", "2"});
   auto ep = node.endpoint();
   auto first = publish(ep, "bulk", event_json("/init", "ADDED", 0));
 
