@@ -28,9 +28,8 @@ core::cursor head_cursor(const hub_state& st) {
 }
 
 void trim_ring(hub_state& st) {
-  while (!st.ring.empty() &&
-         (st.ring.size() > st.cfg.ring_events || st.ring_bytes > st.cfg.ring_bytes ||
-          st.ring.front()->seq < st.committed_first)) {
+  while (!st.ring.empty() && (st.ring.size() > st.cfg.ring_events || st.ring_bytes > st.cfg.ring_bytes ||
+                              st.ring.front()->seq < st.committed_first)) {
     st.ring_bytes -= st.ring.front()->bytes.size();
     st.ring.pop_front();
   }
@@ -99,8 +98,7 @@ void on_publish(self_ptr self, const publish_request_ptr& req) {
         return unavailable(s.message());
       if (rec && rec->epoch == st.meta->epoch) {
         publish_result r{publish_outcome::replayed, {}, {}};
-        for (std::uint64_t i = 0; i < rec->count; ++i)
-          r.cursors.push_back({rec->epoch, rec->first_seq + i});
+        for (std::uint64_t i = 0; i < rec->count; ++i) r.cursors.push_back({rec->epoch, rec->first_seq + i});
         return req->reply(std::move(r));
       }
     }
@@ -117,8 +115,7 @@ void on_publish(self_ptr self, const publish_request_ptr& req) {
   for (auto& ev : req->events) {
     ev.time_ms = t;
     core::cursor c{m.epoch, ++m.head_seq};
-    entry.frames.push_back(
-        std::make_shared<const core::sse_frame>(core::make_sse_frame(m.name, c, ev)));
+    entry.frames.push_back(std::make_shared<const core::sse_frame>(core::make_sse_frame(m.name, c, ev)));
     entry.cursors.push_back(c);
     ws.events.push_back({c.seq, std::move(ev)});
   }
@@ -129,8 +126,7 @@ void on_publish(self_ptr self, const publish_request_ptr& req) {
   }
   if (!key.empty()) {
     ws.idempotency.push_back(
-        {key, persistence::idempotency_record{m.epoch, entry.cursors.front().seq,
-                                              entry.cursors.size(), t}});
+        {key, persistence::idempotency_record{m.epoch, entry.cursors.front().seq, entry.cursors.size(), t}});
     st.keys_in_flight[key];  // later duplicates wait for this one
   }
   ws.meta = m;
@@ -151,8 +147,7 @@ void on_committed(self_ptr self, std::uint64_t token, const std::string& error) 
   if (!error.empty() || st.failed) {
     // Later writes may land after a failed one; refusing everything from here
     // keeps us from acknowledging a log with a hole in it.
-    if (!st.failed)
-      logging::error("hub.write_failed", {{"stream", st.cfg.stream.name}, {"error", error}});
+    if (!st.failed) logging::error("hub.write_failed", {{"stream", st.cfg.stream.name}, {"error", error}});
     st.failed = true;
     publish_result r{publish_outcome::unavailable, {}, "the write failed: " + error};
     if (entry.reply) entry.reply(r);
@@ -250,13 +245,15 @@ void on_fetch(self_ptr self, const fetch_request_ptr& req) {
   }
   if (after.epoch != st.meta->epoch) return send(fetch_status::resync, "epoch_changed");
   switch (core::check_resume(after.seq, st.committed_first, st.committed_head)) {
-    case core::resume_check::too_old: return send(fetch_status::resync, "cursor_too_old");
-    case core::resume_check::ahead_of_head: return send(fetch_status::resync, "cursor_ahead");
-    case core::resume_check::ok: break;
+    case core::resume_check::too_old:
+      return send(fetch_status::resync, "cursor_too_old");
+    case core::resume_check::ahead_of_head:
+      return send(fetch_status::resync, "cursor_ahead");
+    case core::resume_check::ok:
+      break;
   }
   if (req->probe || after.seq == st.committed_head) {
-    return send(after.seq == st.committed_head && !req->probe ? fetch_status::caught_up
-                                                               : fetch_status::page);
+    return send(after.seq == st.committed_head && !req->probe ? fetch_status::caught_up : fetch_status::page);
   }
   if (!collect(st, after.seq, std::max<std::size_t>(req->max_frames, 1), req->max_bytes, r.frames))
     return send(fetch_status::resync, "cursor_too_old");

@@ -18,8 +18,8 @@ struct hub_defaults {
 
 class hub_registry {
  public:
-  hub_registry(caf::actor_system& sys, persistence::store& store,
-               persistence::group_committer& committer, hub_defaults defaults);
+  hub_registry(caf::actor_system& sys, persistence::store& store, persistence::group_committer& committer,
+               hub_defaults defaults);
 
   // The stream's hub, spawned on first use (for a publish or a subscriber;
   // the stream itself is created by its first publish).

@@ -10,10 +10,10 @@
 #include <string>
 #include <vector>
 
+#include "actors/stream_key.hpp"
 #include "core/cursor.hpp"
 #include "core/event.hpp"
 #include "core/sse_frame.hpp"
-#include "actors/stream_key.hpp"
 
 namespace tidings::actors {
 
@@ -30,9 +30,9 @@ using frame_batch_ptr = std::shared_ptr<const frame_batch>;
 // --- publish ---------------------------------------------------------------
 
 enum class publish_outcome {
-  appended,    // new events, durable
-  replayed,    // Idempotency-Key seen before: the original cursors
-  unavailable, // the store failed; nothing was acknowledged
+  appended,     // new events, durable
+  replayed,     // Idempotency-Key seen before: the original cursors
+  unavailable,  // the store failed; nothing was acknowledged
 };
 
 struct publish_result {
@@ -60,11 +60,11 @@ enum class fetch_status {
 struct fetch_reply {
   std::uint64_t subscription = 0;
   fetch_status status = fetch_status::page;
-  std::uint64_t epoch = 0;       // the stream's epoch (0: stream not created)
-  core::cursor head;             // committed head when the reply was made
-  std::vector<frame_ptr> frames; // in seq order, all > the requested cursor
-  std::string reason;            // for resync: cursor_too_old, epoch_changed, ...
-  bool registered = false;       // the sink now receives this stream's batches
+  std::uint64_t epoch = 0;        // the stream's epoch (0: stream not created)
+  core::cursor head;              // committed head when the reply was made
+  std::vector<frame_ptr> frames;  // in seq order, all > the requested cursor
+  std::string reason;             // for resync: cursor_too_old, epoch_changed, ...
+  bool registered = false;        // the sink now receives this stream's batches
 };
 
 // Where a hub sends what a subscriber asked for: one per I/O thread. Calls

@@ -6,10 +6,8 @@ namespace tidings::broker {
 namespace {
 
 // "/v1/streams/NAME/events" -> NAME; empty when the path is not of that shape.
-std::string_view segment_between(std::string_view path, std::string_view prefix,
-                                 std::string_view suffix) {
-  if (!path.starts_with(prefix) || !path.ends_with(suffix) ||
-      path.size() <= prefix.size() + suffix.size())
+std::string_view segment_between(std::string_view path, std::string_view prefix, std::string_view suffix) {
+  if (!path.starts_with(prefix) || !path.ends_with(suffix) || path.size() <= prefix.size() + suffix.size())
     return {};
   auto name = path.substr(prefix.size(), path.size() - prefix.size() - suffix.size());
   return name.find('/') == std::string_view::npos ? name : std::string_view();

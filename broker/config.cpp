@@ -1,11 +1,11 @@
 #include "broker/config.hpp"
 
+#include <yaml-cpp/yaml.h>
 #include <algorithm>
 #include <charconv>
 #include <functional>
 #include <map>
 #include <thread>
-#include <yaml-cpp/yaml.h>
 
 namespace tidings::broker {
 namespace {
@@ -66,43 +66,39 @@ const std::map<std::string, setter>& setters() {
          c.durability = *d;
          return std::nullopt;
        }},
-      {"retention-events", number<std::uint64_t>(0, 1'000'000'000, [](config& c, std::uint64_t v) {
-         c.retention.max_events = v;
-       })},
-      {"retention-age-ms", number<std::int64_t>(0, 100LL * 365 * 86'400'000, [](config& c, std::int64_t v) {
-         c.retention.max_age_ms = v;
-       })},
-      {"heartbeat-ms", number<std::int64_t>(10, 3'600'000, [](config& c, std::int64_t v) {
-         c.sse.heartbeat = std::chrono::milliseconds(v);
-       })},
-      {"queue-frames", number<std::size_t>(2, 1'000'000, [](config& c, std::size_t v) {
-         c.sse.queue_frames = v;
-       })},
-      {"queue-bytes", number<std::size_t>(1024, 1ULL << 32, [](config& c, std::size_t v) {
-         c.sse.queue_bytes = v;
-       })},
-      {"coalesce-us", number<std::int64_t>(0, 100'000, [](config& c, std::int64_t v) {
-         c.sse.coalesce = std::chrono::microseconds(v);
-       })},
-      {"ring-events", number<std::size_t>(0, 1'000'000, [](config& c, std::size_t v) {
-         c.ring_events = v;
-       })},
-      {"max-body-bytes", number<std::size_t>(64, 64ULL << 20, [](config& c, std::size_t v) {
-         c.max_body_bytes = v;
-       })},
-      {"max-header-bytes", number<std::size_t>(1024, 1 << 20, [](config& c, std::size_t v) {
-         c.max_header_bytes = v;
-       })},
+      {"retention-events",
+       number<std::uint64_t>(0, 1'000'000'000,
+                             [](config& c, std::uint64_t v) { c.retention.max_events = v; })},
+      {"retention-age-ms",
+       number<std::int64_t>(0, 100LL * 365 * 86'400'000,
+                            [](config& c, std::int64_t v) { c.retention.max_age_ms = v; })},
+      {"heartbeat-ms",
+       number<std::int64_t>(
+           10, 3'600'000, [](config& c, std::int64_t v) { c.sse.heartbeat = std::chrono::milliseconds(v); })},
+      {"queue-frames",
+       number<std::size_t>(2, 1'000'000, [](config& c, std::size_t v) { c.sse.queue_frames = v; })},
+      {"queue-bytes",
+       number<std::size_t>(1024, 1ULL << 32, [](config& c, std::size_t v) { c.sse.queue_bytes = v; })},
+      {"coalesce-us",
+       number<std::int64_t>(
+           0, 100'000, [](config& c, std::int64_t v) { c.sse.coalesce = std::chrono::microseconds(v); })},
+      {"ring-events", number<std::size_t>(0, 1'000'000, [](config& c, std::size_t v) { c.ring_events = v; })},
+      {"max-body-bytes",
+       number<std::size_t>(64, 64ULL << 20, [](config& c, std::size_t v) { c.max_body_bytes = v; })},
+      {"max-header-bytes",
+       number<std::size_t>(1024, 1 << 20, [](config& c, std::size_t v) { c.max_header_bytes = v; })},
       {"io-threads", number<std::size_t>(1, 64, [](config& c, std::size_t v) { c.io_threads = v; })},
-      {"drain-ms", number<std::int64_t>(0, 600'000, [](config& c, std::int64_t v) {
-         c.drain = std::chrono::milliseconds(v);
-       })},
+      {"drain-ms",
+       number<std::int64_t>(0, 600'000,
+                            [](config& c, std::int64_t v) { c.drain = std::chrono::milliseconds(v); })},
       {"verbose",
-       [](config& c, const std::string& v) -> std::optional<std::string> {
-         if (v != "true" && v != "false") return "must be true or false";
-         c.verbose = v == "true";
-         return std::nullopt;
-       }},
+       [](config& c, const std::string& v) -> std::
+                                               optional<std::string> {
+                                                 if (v != "true" && v != "false")
+                                                   return "must be true or false";
+                                                 c.verbose = v == "true";
+                                                 return std::nullopt;
+                                               }},
   };
   return table;
 }

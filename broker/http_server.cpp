@@ -24,8 +24,8 @@ http_response parse_error_response(const beast::error_code& ec, const http_limit
   if (ec == http::error::body_limit)
     return error_response(413, "body over the limit of " + std::to_string(limits.max_body_bytes) + " bytes");
   if (ec == http::error::header_limit)
-    return error_response(431, "header block over the limit of " +
-                                   std::to_string(limits.max_header_bytes) + " bytes");
+    return error_response(
+        431, "header block over the limit of " + std::to_string(limits.max_header_bytes) + " bytes");
   return error_response(400, "malformed HTTP request: " + ec.message());
 }
 
@@ -83,8 +83,7 @@ class http_connection : public std::enable_shared_from_this<http_connection> {
   }
 
   void reply(http_response r, bool keep_alive) {
-    auto res = std::make_shared<http::response<http::string_body>>(
-        static_cast<http::status>(r.status), 11);
+    auto res = std::make_shared<http::response<http::string_body>>(static_cast<http::status>(r.status), 11);
     res->set(http::field::server, "tidings");
     res->set(http::field::content_type, r.content_type);
     for (auto& [k, v] : r.headers) res->set(k, v);
@@ -123,7 +122,7 @@ struct http_server::impl : std::enable_shared_from_this<http_server::impl> {
   void accept() {
     auto& shard = *shards[next++ % shards.size()];
     acceptor.async_accept(shard.context(), [self = shared_from_this(), &shard](beast::error_code ec,
-                                                                              tcp::socket socket) {
+                                                                               tcp::socket socket) {
       if (ec == net::error::operation_aborted || !self->acceptor.is_open()) return;
       if (!ec) {
         // The socket lives on `shard`'s context; start it there.
@@ -166,7 +165,9 @@ std::optional<std::string> http_server::listen(const std::string& host, std::uin
   return std::nullopt;
 }
 
-std::uint16_t http_server::port() const { return impl_->acceptor.local_endpoint().port(); }
+std::uint16_t http_server::port() const {
+  return impl_->acceptor.local_endpoint().port();
+}
 
 void http_server::start() {
   net::post(impl_->acceptor.get_executor(), [self = impl_] { self->accept(); });

@@ -25,8 +25,8 @@ struct http_limits {
 
 class http_server {
  public:
-  http_server(std::vector<std::shared_ptr<relay::io_shard>> shards, api& routes,
-              http_limits limits, const relay::sse_options& sse);
+  http_server(std::vector<std::shared_ptr<relay::io_shard>> shards, api& routes, http_limits limits,
+              const relay::sse_options& sse);
   ~http_server();
 
   // Binds and listens; an error message when that fails.

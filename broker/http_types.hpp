@@ -13,9 +13,9 @@ namespace tidings::broker {
 
 struct http_request {
   std::string method;
-  std::string path;                                // decoded target path, no query
+  std::string path;                                        // decoded target path, no query
   std::vector<std::pair<std::string, std::string>> query;  // decoded, in order
-  std::map<std::string, std::string> headers;      // names lowercased
+  std::map<std::string, std::string> headers;              // names lowercased
   std::string body;
   bool from_loopback = true;
 

@@ -17,9 +17,12 @@ namespace {
 
 std::string_view durability_name(persistence::durability d) {
   switch (d) {
-    case persistence::durability::sync: return "sync";
-    case persistence::durability::batch: return "batch";
-    case persistence::durability::none: return "none";
+    case persistence::durability::sync:
+      return "sync";
+    case persistence::durability::batch:
+      return "batch";
+    case persistence::durability::none:
+      return "none";
   }
   return "sync";
 }
@@ -93,9 +96,9 @@ int run_node(const config& cfg) {
     }
     for (auto& s : shards) s->start();
     server.start();
-    auto address = (cfg.listen_host.find(':') != std::string::npos ? "[" + cfg.listen_host + "]"
-                                                                     : cfg.listen_host) +
-                   ":" + std::to_string(server.port());
+    auto address =
+        (cfg.listen_host.find(':') != std::string::npos ? "[" + cfg.listen_host + "]" : cfg.listen_host) +
+        ":" + std::to_string(server.port());
     logging::info("node.listening", {{"address", address},
                                      {"data_dir", cfg.data_dir},
                                      {"durability", durability_name(cfg.durability)},

@@ -89,8 +89,7 @@ route_result api::publish(const std::string& stream, const http_request& req, re
       request->events.push_back(std::move(ev));
     } else {
       if (body.empty()) return {error_response(400, "an empty array publishes nothing"), {}};
-      if (body.size() > max_batch)
-        return {error_response(400, "at most 1000 events per publish"), {}};
+      if (body.size() > max_batch) return {error_response(400, "at most 1000 events per publish"), {}};
       for (std::size_t i = 0; i < body.size(); ++i) {
         core::event ev;
         if (auto err = to_event(body[i], ev))

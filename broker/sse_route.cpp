@@ -17,15 +17,16 @@ route_result api::open_sse(const http_request& req) {
   if (draining_) return {error_response(503, "the node is draining; connect to another node"), {}};
   relay::sse_request out;
   auto specs = req.query_all("stream");
-  if (specs.empty()) return {error_response(400, "name at least one stream: /v1/sse?stream=NAME[:PREFIX]"), {}};
+  if (specs.empty())
+    return {error_response(400, "name at least one stream: /v1/sse?stream=NAME[:PREFIX]"), {}};
   if (specs.size() > max_streams_per_connection)
     return {error_response(400, "at most 16 streams per connection"), {}};
   std::set<std::string> seen;
   for (auto& spec : specs) {
     auto sel = core::parse_stream_selector(spec);
     if (!sel)
-      return {error_response(400, "bad stream '" + spec +
-                                      "': use NAME or NAME:/PREFIX with NAME of a-z 0-9 . _ -"),
+      return {error_response(
+                  400, "bad stream '" + spec + "': use NAME or NAME:/PREFIX with NAME of a-z 0-9 . _ -"),
               {}};
     if (!seen.insert(sel->stream).second)
       return {error_response(400, "stream '" + sel->stream + "' is named twice"), {}};
@@ -42,9 +43,9 @@ route_result api::open_sse(const http_request& req) {
   if (resume && !resume->empty()) {
     auto cursors = core::decode_cursor_vector(*resume);
     if (!cursors)
-      return {error_response(400, std::string(what) + " is not a cursor or a list of cursors: '" +
-                                      *resume + "'"),
-              {}};
+      return {
+          error_response(400, std::string(what) + " is not a cursor or a list of cursors: '" + *resume + "'"),
+          {}};
     if (cursors->size() != out.streams.size())
       return {error_response(400, std::string(what) + " has " + std::to_string(cursors->size()) +
                                       " cursors but the connection names " +

@@ -92,7 +92,8 @@ http_response api::history(const std::string& stream, const http_request& req) {
         return gone("cursor_too_old", "the cursor is older than the first retained event", head);
       case core::resume_check::ahead_of_head:
         return gone("cursor_ahead", "the cursor is past the stream's head", head);
-      case core::resume_check::ok: break;
+      case core::resume_check::ok:
+        break;
     }
     after = since->seq;
   }
@@ -109,8 +110,8 @@ http_response api::history(const std::string& stream, const http_request& req) {
       next = e.seq;
       if (!prefix.empty() && !std::string_view(e.ev.path).starts_with(prefix)) continue;
       if (matched) events += ',';
-      events += "{\"cursor\":\"" + core::format_cursor({m.epoch, e.seq}) + "\",\"path\":" +
-                core::json_string(e.ev.path) + ",\"type\":" + core::json_string(e.ev.type) +
+      events += "{\"cursor\":\"" + core::format_cursor({m.epoch, e.seq}) +
+                "\",\"path\":" + core::json_string(e.ev.path) + ",\"type\":" + core::json_string(e.ev.type) +
                 ",\"time\":" + std::to_string(e.ev.time_ms) + ",\"data\":" + e.ev.data_json + "}";
       if (++matched == limit) break;
     }

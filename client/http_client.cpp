@@ -65,7 +65,9 @@ void abandon(net::io_context& ioc, beast::tcp_stream& stream, op_state& st) {
   ioc.restart();
 }
 
-std::string describe(const endpoint& ep) { return ep.host + ":" + std::to_string(ep.port); }
+std::string describe(const endpoint& ep) {
+  return ep.host + ":" + std::to_string(ep.port);
+}
 
 }  // namespace
 
@@ -115,11 +117,10 @@ void connect_stream(net::io_context& ioc, beast::tcp_stream& stream, const endpo
   }
 
   op_state st;
-  net::async_connect(stream.socket(), targets,
-                     [&st](beast::error_code e, const tcp::endpoint&) {
-                       st.done = true;
-                       st.ec = e;
-                     });
+  net::async_connect(stream.socket(), targets, [&st](beast::error_code e, const tcp::endpoint&) {
+    st.done = true;
+    st.ec = e;
+  });
   if (!run_until(ioc, st.done, deadline)) {
     abandon(ioc, stream, st);
     throw transport_error("connecting to " + describe(ep) + " timed out");
@@ -233,9 +234,8 @@ struct http_connection::impl {
   // before any of the response arrived, so the request may be sent again.
   std::optional<http_response> attempt(const http::request<http::string_body>& req,
                                        clock_type::time_point deadline, bool reused) {
-    const auto wrote = run(
-        [&](auto&& handler) { http::async_write(stream, req, std::move(handler)); }, deadline,
-        "sending to");
+    const auto wrote = run([&](auto&& handler) { http::async_write(stream, req, std::move(handler)); },
+                           deadline, "sending to");
     if (wrote.ec) {
       disconnect();
       if (reused) return std::nullopt;
@@ -245,9 +245,9 @@ struct http_connection::impl {
     http::response_parser<http::string_body> parser;
     parser.body_limit(max_response_body);
     parser.header_limit(max_response_header);
-    const auto read = run(
-        [&](auto&& handler) { http::async_read(stream, buffer, parser, std::move(handler)); },
-        deadline, "reading from");
+    const auto read =
+        run([&](auto&& handler) { http::async_read(stream, buffer, parser, std::move(handler)); }, deadline,
+            "reading from");
     if (read.ec) {
       const bool nothing_yet = !parser.got_some();
       disconnect();
@@ -307,8 +307,7 @@ http_response http_connection::request(const std::string& method, const std::str
   for (int round = 0; round < 2; ++round) {
     const bool reused = s.connected;
     if (!s.connected) {
-      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
-          deadline - clock_type::now());
+      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - clock_type::now());
       if (left.count() <= 0) throw transport_error("request to " + describe(s.ep) + " timed out");
       connect_stream(s.ioc, s.stream, s.ep, left);
       s.connected = true;
@@ -325,8 +324,7 @@ http_response request(const endpoint& ep, const std::string& method, const std::
   return conn.request(method, target, body, headers);
 }
 
-std::string raw_exchange(const endpoint& ep, const std::string& raw,
-                         std::chrono::milliseconds timeout) {
+std::string raw_exchange(const endpoint& ep, const std::string& raw, std::chrono::milliseconds timeout) {
   const auto deadline = clock_type::now() + timeout;
   net::io_context ioc;
   beast::tcp_stream stream(ioc);

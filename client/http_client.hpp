@@ -45,8 +45,8 @@ class http_connection {
   http_connection(const http_connection&) = delete;
   http_connection& operator=(const http_connection&) = delete;
 
-  http_response request(const std::string& method, const std::string& target,
-                        const std::string& body = {}, const header_list& headers = {});
+  http_response request(const std::string& method, const std::string& target, const std::string& body = {},
+                        const header_list& headers = {});
 
  private:
   struct impl;

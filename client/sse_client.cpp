@@ -70,8 +70,7 @@ struct sse_stream::impl {
     reading = false;
     ioc.restart();
     const std::size_t got = chunk.size() - parser.get().body().size;
-    if (read_ec && read_ec != http::error::need_buffer &&
-        read_ec != net::error::operation_aborted) {
+    if (read_ec && read_ec != http::error::need_buffer && read_ec != net::error::operation_aborted) {
       shut();
     } else if (parser.is_done()) {
       shut();
@@ -188,10 +187,18 @@ sse_stream::~sse_stream() {
   if (impl_) close();
 }
 
-int sse_stream::status() const { return impl_->status; }
-const std::string& sse_stream::content_type() const { return impl_->content_type; }
-const std::string& sse_stream::error_body() const { return impl_->error_body; }
-std::string sse_stream::last_event_id() const { return impl_->last_id; }
+int sse_stream::status() const {
+  return impl_->status;
+}
+const std::string& sse_stream::content_type() const {
+  return impl_->content_type;
+}
+const std::string& sse_stream::error_body() const {
+  return impl_->error_body;
+}
+std::string sse_stream::last_event_id() const {
+  return impl_->last_id;
+}
 
 sse_stream::result sse_stream::next(core::sse_message& out, std::chrono::milliseconds timeout) {
   auto& s = *impl_;

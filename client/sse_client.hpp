@@ -22,7 +22,7 @@ class sse_stream {
   sse_stream(const sse_stream&) = delete;
   sse_stream& operator=(const sse_stream&) = delete;
 
-  int status() const;                 // HTTP status of the response
+  int status() const;  // HTTP status of the response
   const std::string& content_type() const;
   // For a non-200 response: the whole (JSON) error body.
   const std::string& error_body() const;

@@ -15,8 +15,8 @@ namespace tidings::client {
 // Connects `stream` (owned by `ioc`) to `ep` within `timeout`; throws
 // transport_error on failure or timeout. Leaves `ioc` restarted, ready for
 // the next run.
-void connect_stream(boost::asio::io_context& ioc, boost::beast::tcp_stream& stream,
-                    const endpoint& ep, std::chrono::milliseconds timeout);
+void connect_stream(boost::asio::io_context& ioc, boost::beast::tcp_stream& stream, const endpoint& ep,
+                    std::chrono::milliseconds timeout);
 
 // Runs `ioc` until `done` is set or `deadline` passes; true when done. The
 // pending operation stays pending on timeout, so a later call can resume it.

@@ -35,19 +35,20 @@ std::size_t utf8_sequence(std::string_view s, std::size_t pos, std::uint32_t* co
   return len;
 }
 
-bool control_code_point(std::uint32_t cp) { return cp < 0x20 || (cp >= 0x7f && cp <= 0x9f); }
+bool control_code_point(std::uint32_t cp) {
+  return cp < 0x20 || (cp >= 0x7f && cp <= 0x9f);
+}
 
 bool type_char(char ch) {
-  return (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') ||
-         ch == '_' || ch == '.' || ch == '-';
+  return (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') || ch == '_' ||
+         ch == '.' || ch == '-';
 }
 
 }  // namespace
 
 std::optional<std::string> check_event_path(std::string_view path) {
   if (path.empty() || path.front() != '/') return "path must start with '/'";
-  if (path.size() > max_path_bytes)
-    return "path is longer than " + std::to_string(max_path_bytes) + " bytes";
+  if (path.size() > max_path_bytes) return "path is longer than " + std::to_string(max_path_bytes) + " bytes";
   for (std::size_t pos = 0; pos < path.size();) {
     std::uint32_t cp = 0;
     std::size_t len = utf8_sequence(path, pos, &cp);
@@ -60,8 +61,7 @@ std::optional<std::string> check_event_path(std::string_view path) {
 
 std::optional<std::string> check_event_type(std::string_view type) {
   if (type.empty()) return "type must not be empty";
-  if (type.size() > max_type_bytes)
-    return "type is longer than " + std::to_string(max_type_bytes) + " bytes";
+  if (type.size() > max_type_bytes) return "type is longer than " + std::to_string(max_type_bytes) + " bytes";
   for (char ch : type)
     if (!type_char(ch)) return "type may only contain [A-Za-z0-9_.-]";
   return std::nullopt;

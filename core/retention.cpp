@@ -4,8 +4,7 @@
 
 namespace tidings::core {
 
-std::uint64_t first_kept_by_count(std::uint64_t first_seq, std::uint64_t head_seq,
-                                  std::uint64_t max_events) {
+std::uint64_t first_kept_by_count(std::uint64_t first_seq, std::uint64_t head_seq, std::uint64_t max_events) {
   // An inconsistent range (first past head + 1) is left alone rather than
   // moved backwards: trimming must never resurrect a deleted seq.
   if (max_events == 0 || first_seq > head_seq) return first_seq;

@@ -74,6 +74,8 @@ sse_frame make_sse_frame(std::string_view stream, cursor c, const event& e) {
   return frame;
 }
 
-std::string sse_retry(int retry_ms) { return "retry: " + std::to_string(retry_ms) + "\n\n"; }
+std::string sse_retry(int retry_ms) {
+  return "retry: " + std::to_string(retry_ms) + "\n\n";
+}
 
 }  // namespace tidings::core

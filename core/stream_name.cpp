@@ -6,8 +6,12 @@ namespace tidings::core {
 
 namespace {
 
-bool name_start(char ch) { return (ch >= 'a' && ch <= 'z') || (ch >= '0' && ch <= '9'); }
-bool name_char(char ch) { return name_start(ch) || ch == '.' || ch == '_' || ch == '-'; }
+bool name_start(char ch) {
+  return (ch >= 'a' && ch <= 'z') || (ch >= '0' && ch <= '9');
+}
+bool name_char(char ch) {
+  return name_start(ch) || ch == '.' || ch == '_' || ch == '-';
+}
 
 // Watch notices go to "watch:<name>" (DESIGN.md), a name publishers cannot
 // use but subscribers may select.

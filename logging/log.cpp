@@ -14,10 +14,14 @@ std::atomic<int> min_level{static_cast<int>(level::info)};
 
 std::string_view level_name(level l) {
   switch (l) {
-    case level::debug: return "debug";
-    case level::info: return "info";
-    case level::warn: return "warn";
-    case level::error: return "error";
+    case level::debug:
+      return "debug";
+    case level::info:
+      return "info";
+    case level::warn:
+      return "warn";
+    case level::error:
+      return "error";
   }
   return "info";
 }
@@ -36,9 +40,13 @@ void append_value(std::string& out, const value& v) {
 
 }  // namespace
 
-void set_min_level(level l) { min_level.store(static_cast<int>(l)); }
+void set_min_level(level l) {
+  min_level.store(static_cast<int>(l));
+}
 
-bool enabled(level l) { return static_cast<int>(l) >= min_level.load(std::memory_order_relaxed); }
+bool enabled(level l) {
+  return static_cast<int>(l) >= min_level.load(std::memory_order_relaxed);
+}
 
 void write(level l, std::string_view event, std::initializer_list<field> fields) {
   if (!enabled(l)) return;

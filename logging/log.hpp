@@ -25,9 +25,17 @@ bool enabled(level l);
 // Writes one line atomically (one write(2) call).
 void write(level l, std::string_view event, std::initializer_list<field> fields = {});
 
-inline void debug(std::string_view e, std::initializer_list<field> f = {}) { write(level::debug, e, f); }
-inline void info(std::string_view e, std::initializer_list<field> f = {}) { write(level::info, e, f); }
-inline void warn(std::string_view e, std::initializer_list<field> f = {}) { write(level::warn, e, f); }
-inline void error(std::string_view e, std::initializer_list<field> f = {}) { write(level::error, e, f); }
+inline void debug(std::string_view e, std::initializer_list<field> f = {}) {
+  write(level::debug, e, f);
+}
+inline void info(std::string_view e, std::initializer_list<field> f = {}) {
+  write(level::info, e, f);
+}
+inline void warn(std::string_view e, std::initializer_list<field> f = {}) {
+  write(level::warn, e, f);
+}
+inline void error(std::string_view e, std::initializer_list<field> f = {}) {
+  write(level::error, e, f);
+}
 
 }  // namespace tidings::logging

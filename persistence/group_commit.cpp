@@ -9,7 +9,9 @@ namespace tidings::persistence {
 group_committer::group_committer(store& db, std::chrono::milliseconds batch_interval)
     : db_(db), batch_interval_(batch_interval), thread_([this] { run(); }) {}
 
-group_committer::~group_committer() { stop(); }
+group_committer::~group_committer() {
+  stop();
+}
 
 void group_committer::submit(write_set ws, callback done) {
   {

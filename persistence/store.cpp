@@ -39,7 +39,9 @@ status from(const rocksdb::Status& s, std::string_view what) {
   return status::error(std::string(what) + ": " + s.ToString());
 }
 
-rocksdb::Slice slice(std::string_view s) { return {s.data(), s.size()}; }
+rocksdb::Slice slice(std::string_view s) {
+  return {s.data(), s.size()};
+}
 
 // WriteBatch puts fail only for a key or value over 4 GiB, which request
 // size limits rule out long before storage; treat it as a broken invariant.
@@ -141,7 +143,8 @@ status store::open(const std::string& dir, durability d, std::unique_ptr<store>*
   std::vector<std::string> names(family_names, family_names + known_families);
   if (std::filesystem::exists(std::filesystem::path(dir) / "CURRENT", ec)) {
     std::vector<std::string> existing;
-    if (auto s = from(rocksdb::DB::ListColumnFamilies(options, dir, &existing), "list column families of " + dir);
+    if (auto s =
+            from(rocksdb::DB::ListColumnFamilies(options, dir, &existing), "list column families of " + dir);
         !s.ok())
       return s;
     for (auto& name : existing)
@@ -154,17 +157,20 @@ status store::open(const std::string& dir, durability d, std::unique_ptr<store>*
   std::unique_ptr<store> db(new store());
   db->durability_ = d;
   rocksdb::DB* raw = nullptr;
-  if (auto s = from(rocksdb::DB::Open(options, dir, descriptors, &db->families_, &raw), "open " + dir); !s.ok())
+  if (auto s = from(rocksdb::DB::Open(options, dir, descriptors, &db->families_, &raw), "open " + dir);
+      !s.ok())
     return s;
   db->db_.reset(raw);
 
   std::string version;
-  auto got = db->db_->Get(rocksdb::ReadOptions(), db->families_[meta_cf], slice(schema_version_key), &version);
+  auto got =
+      db->db_->Get(rocksdb::ReadOptions(), db->families_[meta_cf], slice(schema_version_key), &version);
   if (got.IsNotFound()) {
     rocksdb::WriteOptions wo;
     wo.sync = true;
-    if (auto s = from(db->db_->Put(wo, db->families_[meta_cf], slice(schema_version_key), slice(schema_version)),
-                      "write schema version");
+    if (auto s =
+            from(db->db_->Put(wo, db->families_[meta_cf], slice(schema_version_key), slice(schema_version)),
+                 "write schema version");
         !s.ok())
       return s;
   } else if (!got.ok()) {
@@ -204,7 +210,8 @@ status store::allocate_stream_id(std::uint64_t* id) {
   // Synced whatever the durability: a reused id would mix two streams' events.
   rocksdb::WriteOptions wo;
   wo.sync = true;
-  if (auto s = from(db_->Put(wo, families_[meta_cf], slice(next_stream_id_key), updated), "write next_stream_id");
+  if (auto s =
+          from(db_->Put(wo, families_[meta_cf], slice(next_stream_id_key), updated), "write next_stream_id");
       !s.ok())
     return s;
   *id = next;
@@ -225,7 +232,8 @@ status store::load_streams(std::vector<stream_meta>* out) {
   return from(it->status(), "scan streams");
 }
 
-status store::get_stream(const std::string& tenant, const std::string& name, std::optional<stream_meta>* out) {
+status store::get_stream(const std::string& tenant, const std::string& name,
+                         std::optional<stream_meta>* out) {
   out->reset();
   std::string value;
   auto got = db_->Get(rocksdb::ReadOptions(), families_[streams_cf], stream_key(tenant, name), &value);
@@ -262,7 +270,8 @@ status store::read_events(std::uint64_t stream_id, std::uint64_t after_seq, std:
     ev.seq = read_be64(key.substr(8));
     if (ev.seq > up_to_seq) break;
     if (!parse(it->value().ToStringView(), &ev.ev))
-      return status::error("corrupt event " + std::to_string(ev.seq) + " of stream id " + std::to_string(stream_id));
+      return status::error("corrupt event " + std::to_string(ev.seq) + " of stream id " +
+                           std::to_string(stream_id));
     out->push_back(std::move(ev));
   }
   return from(it->status(), "scan events");
@@ -272,7 +281,8 @@ status store::get_idempotency(std::uint64_t stream_id, const std::string& key,
                               std::optional<idempotency_record>* out) {
   out->reset();
   std::string value;
-  auto got = db_->Get(rocksdb::ReadOptions(), families_[idempotency_cf], idempotency_key(stream_id, key), &value);
+  auto got =
+      db_->Get(rocksdb::ReadOptions(), families_[idempotency_cf], idempotency_key(stream_id, key), &value);
   if (got.IsNotFound()) return {};
   if (!got.ok()) return from(got, "read idempotency record");
   idempotency_record record;
@@ -282,11 +292,13 @@ status store::get_idempotency(std::uint64_t stream_id, const std::string& key,
 }
 
 void store::add_to_batch(const write_set& ws, rocksdb::WriteBatch& batch) const {
-  if (ws.meta) must(batch.Put(families_[streams_cf], stream_key(ws.meta->tenant, ws.meta->name), serialize(*ws.meta)));
+  if (ws.meta)
+    must(batch.Put(families_[streams_cf], stream_key(ws.meta->tenant, ws.meta->name), serialize(*ws.meta)));
   for (const auto& ev : ws.events)
     must(batch.Put(families_[events_cf], event_key(ws.stream_id, ev.seq), serialize(ev.ev)));
   if (ws.trim_before > 0)
-    must(batch.DeleteRange(families_[events_cf], event_key(ws.stream_id, 0), event_key(ws.stream_id, ws.trim_before)));
+    must(batch.DeleteRange(families_[events_cf], event_key(ws.stream_id, 0),
+                           event_key(ws.stream_id, ws.trim_before)));
   for (const auto& [key, record] : ws.idempotency)
     must(batch.Put(families_[idempotency_cf], idempotency_key(ws.stream_id, key), serialize(record)));
 }

@@ -13,7 +13,9 @@ namespace net = boost::asio;
 io_shard::io_shard(std::size_t index, actors::hub_registry& hubs)
     : index_(index), hubs_(hubs), work_(net::make_work_guard(ioc_)) {}
 
-io_shard::~io_shard() { join(); }
+io_shard::~io_shard() {
+  join();
+}
 
 void io_shard::start() {
   thread_ = std::thread([this] { ioc_.run(); });
@@ -51,21 +53,20 @@ void io_shard::deliver(actors::frame_batch_ptr batch) {
 }
 
 void io_shard::fetched(actors::stream_key stream, actors::fetch_reply reply) {
-  net::post(ioc_, [self = shared_from_this(), stream = std::move(stream),
-                   reply = std::move(reply)]() mutable {
-    auto session_id = reply.subscription >> 5;
-    auto index = static_cast<std::size_t>(reply.subscription & 31);
-    auto it = self->sessions_.find(session_id);
-    if (it != self->sessions_.end()) {
-      // Keep the session alive through the call even if it closes inside.
-      auto session = it->second;
-      session->on_fetched(index, reply);
-    } else if (reply.registered) {
-      // The session ended while its subscription was being set up.
-      caf::anon_send(self->hubs_.get(stream), actors::unsub_atom::value,
-                     actors::fanout_sink_ptr(self));
-    }
-  });
+  net::post(
+      ioc_, [self = shared_from_this(), stream = std::move(stream), reply = std::move(reply)]() mutable {
+        auto session_id = reply.subscription >> 5;
+        auto index = static_cast<std::size_t>(reply.subscription & 31);
+        auto it = self->sessions_.find(session_id);
+        if (it != self->sessions_.end()) {
+          // Keep the session alive through the call even if it closes inside.
+          auto session = it->second;
+          session->on_fetched(index, reply);
+        } else if (reply.registered) {
+          // The session ended while its subscription was being set up.
+          caf::anon_send(self->hubs_.get(stream), actors::unsub_atom::value, actors::fanout_sink_ptr(self));
+        }
+      });
 }
 
 std::uint64_t io_shard::add_session(std::shared_ptr<sse_session> s) {
@@ -79,13 +80,12 @@ void io_shard::remove_session(std::uint64_t id) {
   if (sessions_.erase(id) > 0 && --session_count_ == 0 && on_idle_) on_idle_();
 }
 
-void io_shard::add_live(const actors::stream_key& stream, sse_session* session,
-                        std::uint64_t session_id, std::size_t index) {
+void io_shard::add_live(const actors::stream_key& stream, sse_session* session, std::uint64_t session_id,
+                        std::size_t index) {
   live_[key_string(stream)].push_back({session, session_id, index});
 }
 
-void io_shard::remove_live(const actors::stream_key& stream, std::uint64_t session_id,
-                           std::size_t index) {
+void io_shard::remove_live(const actors::stream_key& stream, std::uint64_t session_id, std::size_t index) {
   auto key = key_string(stream);
   auto it = live_.find(key);
   if (it == live_.end()) return;

@@ -6,8 +6,8 @@
 // session and no lock is taken on the delivery path.
 
 #include <atomic>
-#include <boost/asio/io_context.hpp>
 #include <boost/asio/executor_work_guard.hpp>
+#include <boost/asio/io_context.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <cstdint>
 #include <deque>

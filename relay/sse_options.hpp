@@ -12,11 +12,11 @@ namespace tidings::relay {
 
 struct sse_options {
   std::chrono::milliseconds heartbeat{20000};
-  std::size_t queue_frames = 4096;     // per session; beyond: resync slow_consumer
+  std::size_t queue_frames = 4096;  // per session; beyond: resync slow_consumer
   std::size_t queue_bytes = 8 << 20;
   int retry_ms = 2000;
-  std::size_t page_frames = 256;       // catch-up read size
-  std::size_t write_bytes = 256 << 10; // most bytes coalesced into one write
+  std::size_t page_frames = 256;        // catch-up read size
+  std::size_t write_bytes = 256 << 10;  // most bytes coalesced into one write
   // A session that wrote less than this long ago waits out the rest of it
   // before writing again, so a busy stream costs one write per window rather
   // than one per event. An idle session writes at once.

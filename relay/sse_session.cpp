@@ -183,13 +183,12 @@ void sse_session::enqueue(out_item item, std::size_t bytes) {
   if (terminating_) return;
   // An empty queue takes any one frame, so a single large event is never
   // mistaken for a slow reader.
-  if (!queue_.empty() && (queue_.size() + 1 > options_.queue_frames ||
-                          queued_bytes_ + bytes > options_.queue_bytes)) {
+  if (!queue_.empty() &&
+      (queue_.size() + 1 > options_.queue_frames || queued_bytes_ + bytes > options_.queue_bytes)) {
     auto& sub = subs_[item.index];
-    terminate(core::sse_event(
-        "", "resync",
-        resync_json(sub.key.name, "slow_consumer", {sub.position.epoch, item.frame->seq},
-                    last_delivered_id())));
+    terminate(core::sse_event("", "resync",
+                              resync_json(sub.key.name, "slow_consumer",
+                                          {sub.position.epoch, item.frame->seq}, last_delivered_id())));
     return;
   }
   queued_bytes_ += bytes;
@@ -244,8 +243,7 @@ void sse_session::do_write() {
   buffers_.push_back({});  // the chunk size line, filled in below
   std::size_t total = 0;
   // Coalesce what is pending into one chunk and one write.
-  while (!queue_.empty() && (writing_.empty() || total < options_.write_bytes) &&
-         buffers_.size() < 512) {
+  while (!queue_.empty() && (writing_.empty() || total < options_.write_bytes) && buffers_.size() < 512) {
     writing_.push_back(std::move(queue_.front()));
     queue_.pop_front();
     auto& item = writing_.back();
@@ -270,9 +268,8 @@ void sse_session::do_write() {
   buffers_.push_back(net::buffer(last ? std::string_view("\r\n0\r\n\r\n") : std::string_view("\r\n")));
   write_in_flight_ = true;
   last_write_ = std::chrono::steady_clock::now();
-  net::async_write(socket_, buffers_, [self = shared_from_this()](const error_code& ec, std::size_t) {
-    self->on_write(ec);
-  });
+  net::async_write(socket_, buffers_,
+                   [self = shared_from_this()](const error_code& ec, std::size_t) { self->on_write(ec); });
 }
 
 void sse_session::on_write(const error_code& ec) {
@@ -301,8 +298,7 @@ void sse_session::wait_heartbeat() {
   heartbeat_.async_wait([self = shared_from_this()](const error_code& ec) {
     if (ec || self->closed_ || self->terminating_) return;
     if (!self->wrote_since_heartbeat_ && self->queue_.empty()) {
-      self->enqueue_control(
-          core::sse_event("", "heartbeat", "{\"cursor\":\"" + self->current_id() + "\"}"));
+      self->enqueue_control(core::sse_event("", "heartbeat", "{\"cursor\":\"" + self->current_id() + "\"}"));
       self->do_write();
     }
     self->wrote_since_heartbeat_ = false;
@@ -351,8 +347,7 @@ void sse_session::unsubscribe_all() {
     auto& sub = subs_[i];
     if (sub.state == sub_state::live) {
       shard_.remove_live(sub.key, id_, i);
-      caf::anon_send(sub.hub, actors::unsub_atom::value,
-                     actors::fanout_sink_ptr(shard_.shared_from_this()));
+      caf::anon_send(sub.hub, actors::unsub_atom::value, actors::fanout_sink_ptr(shard_.shared_from_this()));
     }
     // A fetch still in flight is answered to the shard, which unsubscribes
     // it if it registered.

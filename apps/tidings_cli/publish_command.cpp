@@ -22,8 +22,7 @@ int run_publish(const client::endpoint& server, const publish_options& opts) {
 
   client::http_response res;
   try {
-    res = client::request(server, "POST",
-                          "/v1/streams/" + client::url_encode(opts.stream) + "/events", body,
+    res = client::request(server, "POST", "/v1/streams/" + client::url_encode(opts.stream) + "/events", body,
                           headers);
   } catch (const client::transport_error& e) {
     std::cerr << "tidings: " << e.what() << "\n";
@@ -38,7 +37,8 @@ int run_publish(const client::endpoint& server, const publish_options& opts) {
   if (reply.is_object() && reply.contains("cursor") && reply["cursor"].is_string()) {
     std::cout << reply["cursor"].get<std::string>() << "\n";
   } else if (reply.is_object() && reply.contains("cursors") && reply["cursors"].is_array()) {
-    for (const auto& c : reply["cursors"]) std::cout << (c.is_string() ? c.get<std::string>() : c.dump()) << "\n";
+    for (const auto& c : reply["cursors"])
+      std::cout << (c.is_string() ? c.get<std::string>() : c.dump()) << "\n";
   } else {
     std::cerr << "tidings: unexpected reply: " << res.body << "\n";
     return 1;

@@ -27,8 +27,8 @@ constexpr std::chrono::milliseconds connect_timeout{10000};
 constexpr std::chrono::milliseconds default_heartbeat{20000};
 
 struct watch_state {
-  std::string resume_id;              // sent as Last-Event-ID when set
-  std::optional<std::string> since;   // the user's --since, until we have an id
+  std::string resume_id;             // sent as Last-Event-ID when set
+  std::optional<std::string> since;  // the user's --since, until we have an id
   std::uint64_t printed = 0;
 };
 
@@ -50,8 +50,8 @@ std::string sse_target(const watch_options& opts, const watch_state& st) {
 
 outcome on_resync(const nlohmann::json& data, watch_state& st) {
   const std::string reason = json_text(data, "reason");
-  std::cerr << "tidings: resync on " << json_text(data, "stream") << ": " << reason
-            << " (head " << json_text(data, "head") << ")\n";
+  std::cerr << "tidings: resync on " << json_text(data, "stream") << ": " << reason << " (head "
+            << json_text(data, "head") << ")\n";
   if (reason == "slow_consumer") {
     // Our last id and the server's "cursor" name the same point; the
     // server's covers the case where nothing reached us yet.
@@ -74,15 +74,13 @@ outcome watch_once(const client::endpoint& server, const watch_options& opts, wa
 
   std::unique_ptr<client::sse_stream> stream;
   try {
-    stream = std::make_unique<client::sse_stream>(server, sse_target(opts, st), headers,
-                                                  connect_timeout);
+    stream = std::make_unique<client::sse_stream>(server, sse_target(opts, st), headers, connect_timeout);
   } catch (const client::transport_error& e) {
     std::cerr << "tidings: " << e.what() << "\n";
     return outcome::failed;
   }
   if (stream->status() != 200) {
-    std::cerr << "tidings: " << stream->status() << ": " << error_message(stream->error_body())
-              << "\n";
+    std::cerr << "tidings: " << stream->status() << ": " << error_message(stream->error_body()) << "\n";
     // A 4xx will not get better by asking again; a 5xx (draining) may.
     return stream->status() < 500 ? outcome::fatal : outcome::failed;
   }
@@ -95,8 +93,7 @@ outcome watch_once(const client::endpoint& server, const watch_options& opts, wa
     switch (stream->next(msg, silence_limit)) {
       case client::sse_stream::result::timeout:
         std::cerr << "tidings: nothing from the server for "
-                  << std::chrono::duration_cast<std::chrono::seconds>(silence_limit).count()
-                  << "s\n";
+                  << std::chrono::duration_cast<std::chrono::seconds>(silence_limit).count() << "s\n";
         return outcome::failed;
       case client::sse_stream::result::closed:
         std::cerr << "tidings: connection closed\n";

@@ -25,8 +25,7 @@ void chunked_decoder::end_size_line() {
   }
 }
 
-chunked_decoder::status chunked_decoder::feed(const char* data, std::size_t size,
-                                              std::string& out) {
+chunked_decoder::status chunked_decoder::feed(const char* data, std::size_t size, std::string& out) {
   std::size_t i = 0;
   while (i < size && state_ != state::done && state_ != state::error) {
     const char c = data[i];

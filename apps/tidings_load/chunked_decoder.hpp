@@ -17,8 +17,19 @@ class chunked_decoder {
   status feed(const char* data, std::size_t size, std::string& out);
 
  private:
-  enum class state { size, extension, size_lf, data, data_cr, data_lf, trailer_start, trailer_line,
-                     trailer_lf, done, error };
+  enum class state {
+    size,
+    extension,
+    size_lf,
+    data,
+    data_cr,
+    data_lf,
+    trailer_start,
+    trailer_line,
+    trailer_lf,
+    done,
+    error
+  };
   void end_size_line();
 
   state state_ = state::size;

@@ -33,7 +33,7 @@ constexpr std::size_t max_latency_samples = std::size_t{1} << 22;
 
 struct session_check {
   std::uint64_t last_seq = 0;  // Tidings only: nchan's ids are not our cursors
-  std::size_t received = 0;  // distinct indexes
+  std::size_t received = 0;    // distinct indexes
   std::size_t duplicates = 0;
   std::size_t out_of_order = 0;
 };
@@ -50,8 +50,8 @@ class fanout_run final : public event_sink {
       : ctx_(ctx),
         events_(ctx.opts.events),
         pad_(make_pad(ctx.opts.payload_bytes)),
-        pool_(ctx.ioc, ctx.server, ctx.opts.peer, ctx.opts.stream, ctx.opts.sessions,
-              ctx.opts.connect_window, session_read_size, this),
+        pool_(ctx.ioc, ctx.server, ctx.opts.peer, ctx.opts.stream, ctx.opts.sessions, ctx.opts.connect_window,
+              session_read_size, this),
         publishers_(ctx.server, ctx.opts, pad_),
         deadline_(ctx.ioc),
         grace_(ctx.ioc),
@@ -70,9 +70,8 @@ class fanout_run final : public event_sink {
     });
     phase_ = "opening sessions";
     open_started_ns_ = steady_ns();
-    pool_.open([this] { start_publishing(); }, [this](const std::string& why) {
-      abort("while " + phase_ + ": " + why);
-    });
+    pool_.open([this] { start_publishing(); },
+               [this](const std::string& why) { abort("while " + phase_ + ": " + why); });
     ctx_.ioc.run();
     ctx_.ioc.restart();
     if (!failure_.empty()) {
@@ -121,8 +120,7 @@ class fanout_run final : public event_sink {
       return;
     }
     seen = true;
-    auto& last = publisher_last_[session * publishers_.count() +
-                                 static_cast<std::size_t>(d.publisher)];
+    auto& last = publisher_last_[session * publishers_.count() + static_cast<std::size_t>(d.publisher)];
     if (d.index <= last) ++c.out_of_order;
     last = std::max(last, d.index);
     ++c.received;
@@ -137,8 +135,7 @@ class fanout_run final : public event_sink {
     node_cpu_before_ = ctx_.node_pid ? cpu_seconds(*ctx_.node_pid) : std::nullopt;
     own_cpu_before_ = own_cpu_seconds();
     first_publish_ns_ = steady_ns();
-    publishers_.start(ctx_.ioc,
-                      [this](bool ok, const std::string& why) { on_published(ok, why); });
+    publishers_.start(ctx_.ioc, [this](bool ok, const std::string& why) { on_published(ok, why); });
   }
 
   bool all_delivered() const { return distinct_ == events_ * checks_.size(); }
@@ -166,10 +163,9 @@ class fanout_run final : public event_sink {
   }
 
   std::string progress() const {
-    return std::to_string(pool_.ready()) + "/" + std::to_string(pool_.size()) +
-           " sessions ready, " + std::to_string(publishers_.acks()) + "/" + std::to_string(events_) +
-           " acked, " + std::to_string(distinct_) + "/" +
-           std::to_string(events_ * checks_.size()) + " delivered";
+    return std::to_string(pool_.ready()) + "/" + std::to_string(pool_.size()) + " sessions ready, " +
+           std::to_string(publishers_.acks()) + "/" + std::to_string(events_) + " acked, " +
+           std::to_string(distinct_) + "/" + std::to_string(events_ * checks_.size()) + " delivered";
   }
 
   int report() {
@@ -181,8 +177,7 @@ class fanout_run final : public event_sink {
     }
     const double deliver_s = static_cast<double>(last_delivery_ns_ - first_publish_ns_) / 1e9;
     const std::size_t acks = publishers_.acks();
-    const double publish_s =
-        static_cast<double>(publishers_.last_ack_ns() - first_publish_ns_) / 1e9;
+    const double publish_s = static_cast<double>(publishers_.last_ack_ns() - first_publish_ns_) / 1e9;
     const double open_s = static_cast<double>(opened_ns_ - open_started_ns_) / 1e9;
     const double rate = deliver_s > 0 ? static_cast<double>(deliveries_) / deliver_s : 0;
     const double ack_rate = publish_s > 0 ? static_cast<double>(acks) / publish_s : 0;
@@ -200,19 +195,17 @@ class fanout_run final : public event_sink {
                 target_name(o.peer), o.sessions, o.events, o.payload_bytes, publishers_.count());
     std::printf("  sessions opened   %.3f s\n", open_s);
     std::printf("  deliveries        %zu in %.3f s = %.0f /s\n", deliveries_, deliver_s, rate);
-    std::printf("  latency (ms)      p50 %.3f  p99 %.3f  max %.3f\n", lat.p50_ms, lat.p99_ms,
-                lat.max_ms);
-    std::printf("  publish acks      %zu in %.3f s = %.0f /s (ack ms p50 %.3f p99 %.3f)\n", acks,
-                publish_s, ack_rate, ack.p50_ms, ack.p99_ms);
+    std::printf("  latency (ms)      p50 %.3f  p99 %.3f  max %.3f\n", lat.p50_ms, lat.p99_ms, lat.max_ms);
+    std::printf("  publish acks      %zu in %.3f s = %.0f /s (ack ms p50 %.3f p99 %.3f)\n", acks, publish_s,
+                ack_rate, ack.p50_ms, ack.p99_ms);
     if (node_cpu) {
       std::printf("  cpu (s)           node %.2f (%.2f us/delivery)  client %.2f (%.2f us/delivery)\n",
                   *node_cpu, per_delivery_us(*node_cpu), own_cpu, per_delivery_us(own_cpu));
     } else {
-      std::printf("  cpu (s)           node n/a (give --pid)  client %.2f (%.2f us/delivery)\n",
-                  own_cpu, per_delivery_us(own_cpu));
+      std::printf("  cpu (s)           node n/a (give --pid)  client %.2f (%.2f us/delivery)\n", own_cpu,
+                  per_delivery_us(own_cpu));
     }
-    std::printf("  correctness       lost %zu, duplicates %zu, out of order %zu\n", lost, dupes,
-                disorder);
+    std::printf("  correctness       lost %zu, duplicates %zu, out of order %zu\n", lost, dupes, disorder);
 
     nlohmann::json j = {
         {"scenario", "fanout"},
@@ -239,8 +232,8 @@ class fanout_run final : public event_sink {
     std::printf("%s\n", j.dump().c_str());
     std::fflush(stdout);
     if (lost || dupes || disorder) {
-      std::cerr << "tidings-load: FAILED: " << lost << " lost, " << dupes << " duplicated, "
-                << disorder << " out of order\n";
+      std::cerr << "tidings-load: FAILED: " << lost << " lost, " << dupes << " duplicated, " << disorder
+                << " out of order\n";
       return 1;
     }
     return 0;
@@ -259,7 +252,7 @@ class fanout_run final : public event_sink {
 
   std::vector<session_check> checks_;
   std::vector<std::int64_t> publisher_last_;  // [session][publisher]: last index seen
-  std::vector<bool> seen_;  // session-major bitmap of delivered indexes
+  std::vector<bool> seen_;                    // session-major bitmap of delivered indexes
   std::size_t sample_stride_ = 1;
   std::vector<std::int64_t> latencies_;
   bool all_acked_ = false;

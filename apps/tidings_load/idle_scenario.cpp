@@ -69,12 +69,10 @@ int run_idle(scenario_context& ctx) {
   if (rss_before && rss_after) {
     per_session = static_cast<double>(*rss_after - *rss_before) / static_cast<double>(o.sessions);
   }
-  std::printf("idle (%s): %zu sessions opened in %.3f s\n", target_name(o.peer), o.sessions,
-              open_s);
+  std::printf("idle (%s): %zu sessions opened in %.3f s\n", target_name(o.peer), o.sessions, open_s);
   if (per_session) {
     std::printf("  node rss          %.1f MiB before, %.1f MiB after\n",
-                static_cast<double>(*rss_before) / 1048576.0,
-                static_cast<double>(*rss_after) / 1048576.0);
+                static_cast<double>(*rss_before) / 1048576.0, static_cast<double>(*rss_after) / 1048576.0);
     std::printf("  per idle session  %.0f bytes\n", *per_session);
   } else {
     std::printf("  node rss          n/a (give --pid with --server)\n");

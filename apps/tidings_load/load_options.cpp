@@ -119,6 +119,8 @@ load_options parse_load_options(const std::vector<std::string>& args) {
   return out;
 }
 
-const char* target_name(target t) { return t == target::nchan ? "nchan" : "tidings"; }
+const char* target_name(target t) {
+  return t == target::nchan ? "nchan" : "tidings";
+}
 
 }  // namespace tidings::load

@@ -42,12 +42,11 @@ int main(int argc, char** argv) {
   std::optional<pid_t> pid = opts.pid;
   try {
     if (!opts.tidingsd.empty()) {
-      node = std::make_unique<node_process>(opts.tidingsd, opts.node_args,
-                                            std::chrono::seconds(20));
+      node = std::make_unique<node_process>(opts.tidingsd, opts.node_args, std::chrono::seconds(20));
       server = {boost::asio::ip::make_address("127.0.0.1"), node->port()};
       pid = node->pid();
-      std::cerr << "tidings-load: started tidingsd pid " << node->pid() << " on port "
-                << node->port() << "\n";
+      std::cerr << "tidings-load: started tidingsd pid " << node->pid() << " on port " << node->port()
+                << "\n";
     } else {
       server = {boost::asio::ip::make_address(opts.server->host), opts.server->port};
     }

@@ -67,7 +67,9 @@ node_process::node_process(const std::string& binary, const std::vector<std::str
   port_ = *listening_port_;
 }
 
-node_process::~node_process() { stop(std::chrono::seconds(10)); }
+node_process::~node_process() {
+  stop(std::chrono::seconds(10));
+}
 
 void node_process::read_stderr() {
   std::string pending;

@@ -17,8 +17,13 @@ using tcp = net::ip::tcp;
 publisher::publisher(net::io_context& ioc, const tcp::endpoint& server, target peer,
                      const std::string& stream, std::size_t number, const std::string& pad,
                      publish_source& source)
-    : socket_(ioc), server_(server), peer_(peer), number_(number),
-      head_prefix_(publish_head_prefix(peer, server, stream)), pad_(pad), source_(source) {}
+    : socket_(ioc),
+      server_(server),
+      peer_(peer),
+      number_(number),
+      head_prefix_(publish_head_prefix(peer, server, stream)),
+      pad_(pad),
+      source_(source) {}
 
 void publisher::start() {
   socket_.async_connect(server_, [this](const boost::system::error_code& ec) {
@@ -52,19 +57,16 @@ void publisher::send_next() {
   sent_ns_ = steady_ns();
   const std::string body = publish_body(peer_, sent_ns_, index_, number_, pad_);
   request_ = head_prefix_ + std::to_string(body.size()) + "\r\n\r\n" + body;
-  net::async_write(socket_, net::buffer(request_),
-                   [this](const boost::system::error_code& ec, std::size_t) {
-                     if (done_) return;
-                     if (ec) return fail("send: " + ec.message());
-                     read_reply();
-                   });
+  net::async_write(socket_, net::buffer(request_), [this](const boost::system::error_code& ec, std::size_t) {
+    if (done_) return;
+    if (ec) return fail("send: " + ec.message());
+    read_reply();
+  });
 }
 
 void publisher::read_reply() {
   socket_.async_read_some(net::buffer(read_buf_),
-                          [this](const boost::system::error_code& ec, std::size_t n) {
-                            on_read(ec, n);
-                          });
+                          [this](const boost::system::error_code& ec, std::size_t n) { on_read(ec, n); });
 }
 
 void publisher::on_read(const boost::system::error_code& ec, std::size_t n) {

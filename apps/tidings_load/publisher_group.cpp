@@ -13,14 +13,15 @@ publisher_group::publisher_group(const net::ip::tcp::endpoint& server, const loa
     : events_(opts.events) {
   const auto k = std::min(opts.publishers, opts.events);
   for (std::size_t i = 0; i < k; ++i) {
-    publishers_.push_back(
-        std::make_unique<publisher>(ioc_, server, opts.peer, opts.stream, i, pad,
-                                    static_cast<publish_source&>(*this)));
+    publishers_.push_back(std::make_unique<publisher>(ioc_, server, opts.peer, opts.stream, i, pad,
+                                                      static_cast<publish_source&>(*this)));
   }
   ack_latencies_.reserve(events_);
 }
 
-publisher_group::~publisher_group() { stop(); }
+publisher_group::~publisher_group() {
+  stop();
+}
 
 void publisher_group::start(net::io_context& home, done_handler on_done) {
   home_ = &home;
@@ -52,7 +53,9 @@ void publisher_group::on_ack(std::int64_t, std::int64_t sent_ns, std::int64_t ac
   if (acks_.fetch_add(1, std::memory_order_relaxed) + 1 == events_) report(true, {});
 }
 
-void publisher_group::on_publish_failure(const std::string& why) { report(false, why); }
+void publisher_group::on_publish_failure(const std::string& why) {
+  report(false, why);
+}
 
 void publisher_group::report(bool ok, const std::string& why) {
   if (reported_) return;

@@ -4,18 +4,22 @@
 
 namespace tidings::load {
 
-session_pool::session_pool(boost::asio::io_context& ioc,
-                           const boost::asio::ip::tcp::endpoint& server, target peer,
-                           const std::string& stream, std::size_t count, std::size_t window,
+session_pool::session_pool(boost::asio::io_context& ioc, const boost::asio::ip::tcp::endpoint& server,
+                           target peer, const std::string& stream, std::size_t count, std::size_t window,
                            std::size_t read_size, event_sink* sink)
-    : ioc_(ioc), server_(server), request_(subscribe_request(peer, server, stream)), peer_(peer),
-      count_(count), window_(window), read_size_(read_size), sink_(sink) {
+    : ioc_(ioc),
+      server_(server),
+      request_(subscribe_request(peer, server, stream)),
+      peer_(peer),
+      count_(count),
+      window_(window),
+      read_size_(read_size),
+      sink_(sink) {
   sessions_.reserve(count);
   hello_seen_.assign(count, false);
 }
 
-void session_pool::open(std::function<void()> on_ready,
-                        std::function<void(const std::string&)> on_failure) {
+void session_pool::open(std::function<void()> on_ready, std::function<void(const std::string&)> on_failure) {
   on_ready_ = std::move(on_ready);
   on_failure_ = std::move(on_failure);
   for (std::size_t i = 0; i < window_ && sessions_.size() < count_; ++i) start_next();
@@ -24,8 +28,7 @@ void session_pool::open(std::function<void()> on_ready,
 void session_pool::start_next() {
   if (sessions_.size() >= count_) return;
   const std::size_t id = sessions_.size();
-  sessions_.push_back(
-      std::make_unique<sse_session>(ioc_, server_, request_, peer_, *this, id, read_size_));
+  sessions_.push_back(std::make_unique<sse_session>(ioc_, server_, request_, peer_, *this, id, read_size_));
   sessions_.back()->start();
 }
 

@@ -23,9 +23,9 @@ class event_sink {
 
 class session_pool final : public session_observer {
  public:
-  session_pool(boost::asio::io_context& ioc, const boost::asio::ip::tcp::endpoint& server,
-               target peer, const std::string& stream, std::size_t count, std::size_t window,
-               std::size_t read_size, event_sink* sink);
+  session_pool(boost::asio::io_context& ioc, const boost::asio::ip::tcp::endpoint& server, target peer,
+               const std::string& stream, std::size_t count, std::size_t window, std::size_t read_size,
+               event_sink* sink);
 
   // `on_ready` once every session had its hello; `on_failure` at the first
   // failure of any session, before or after that.

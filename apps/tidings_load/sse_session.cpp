@@ -19,7 +19,9 @@ namespace {
 constexpr std::size_t max_pending_body = 1u << 20;
 constexpr std::size_t max_header = 16u << 10;
 
-bool starts_with(std::string_view s, std::string_view p) { return s.substr(0, p.size()) == p; }
+bool starts_with(std::string_view s, std::string_view p) {
+  return s.substr(0, p.size()) == p;
+}
 
 // The integer after `"key":` (optional spaces), or false.
 bool find_int(std::string_view text, std::string_view key, std::int64_t& out) {
@@ -39,10 +41,14 @@ std::int64_t steady_ns() {
       .count();
 }
 
-sse_session::sse_session(net::io_context& ioc, const tcp::endpoint& server,
-                         const std::string& request, target peer, session_observer& observer,
-                         std::size_t id, std::size_t read_size)
-    : socket_(ioc), server_(server), request_(request), peer_(peer), observer_(observer), id_(id),
+sse_session::sse_session(net::io_context& ioc, const tcp::endpoint& server, const std::string& request,
+                         target peer, session_observer& observer, std::size_t id, std::size_t read_size)
+    : socket_(ioc),
+      server_(server),
+      request_(request),
+      peer_(peer),
+      observer_(observer),
+      id_(id),
       read_buf_(read_size) {}
 
 void sse_session::start() {
@@ -76,9 +82,7 @@ void sse_session::fail(const std::string& why) {
 
 void sse_session::do_read() {
   socket_.async_read_some(net::buffer(read_buf_),
-                          [this](const boost::system::error_code& ec, std::size_t n) {
-                            on_read(ec, n);
-                          });
+                          [this](const boost::system::error_code& ec, std::size_t n) { on_read(ec, n); });
 }
 
 void sse_session::on_read(const boost::system::error_code& ec, std::size_t n) {
@@ -198,8 +202,7 @@ void sse_session::on_frame(std::string_view frame, std::int64_t now_ns) {
     std::int64_t seq = 0;
     const auto colon = id.rfind(':');
     id_ok = colon != std::string_view::npos &&
-            std::from_chars(id.data() + colon + 1, id.data() + id.size(), seq).ec == std::errc() &&
-            seq > 0;
+            std::from_chars(id.data() + colon + 1, id.data() + id.size(), seq).ec == std::errc() && seq > 0;
     d.seq = static_cast<std::uint64_t>(seq);
   }
   if (!id_ok || !find_int(data, "\"t\":", d.sent_ns) || !find_int(data, "\"i\":", d.index) ||

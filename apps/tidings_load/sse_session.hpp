@@ -47,8 +47,8 @@ std::int64_t steady_ns();
 class sse_session {
  public:
   sse_session(boost::asio::io_context& ioc, const boost::asio::ip::tcp::endpoint& server,
-              const std::string& request, target peer, session_observer& observer,
-              std::size_t id, std::size_t read_size);
+              const std::string& request, target peer, session_observer& observer, std::size_t id,
+              std::size_t read_size);
   sse_session(const sse_session&) = delete;
   sse_session& operator=(const sse_session&) = delete;
 

@@ -23,8 +23,8 @@ std::string subscribe_request(target t, const boost::asio::ip::tcp::endpoint& se
 std::string publish_head_prefix(target t, const boost::asio::ip::tcp::endpoint& server,
                                 const std::string& stream);
 
-std::string publish_body(target t, std::int64_t sent_ns, std::int64_t index,
-                         std::size_t publisher, const std::string& pad);
+std::string publish_body(target t, std::int64_t sent_ns, std::int64_t index, std::size_t publisher,
+                         const std::string& pad);
 
 // Whether an HTTP status acknowledges a publish: Tidings says 201, nchan 201
 // with subscribers present and 202 without.

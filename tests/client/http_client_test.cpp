@@ -47,8 +47,8 @@ TEST_CASE("parse_endpoint accepts HOST:PORT, PORT and http://HOST:PORT", "[clien
 }
 
 TEST_CASE("parse_endpoint refuses malformed endpoints", "[client]") {
-  for (const char* bad : {"", "host", "host:", ":80", "host:0", "host:65536", "host:8o",
-                          "http://", "http://:80", "[::1", "a b:80", "99999999"}) {
+  for (const char* bad : {"", "host", "host:", ":80", "host:0", "host:65536", "host:8o", "http://",
+                          "http://:80", "[::1", "a b:80", "99999999"}) {
     INFO(bad);
     CHECK_THROWS_AS(parse_endpoint(bad), std::invalid_argument);
   }
@@ -102,8 +102,10 @@ TEST_CASE("an error status is a response, not an exception", "[client]") {
   loopback_server server([](tcp_socket& s) {
     read_request(s);
     const std::string body = R"({"error":"bad stream name"})";
-    write_all(s, "HTTP/1.1 400 Bad Request\r\nContent-Type: application/json\r\nX-Extra: 1\r\n"
-                 "Content-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body);
+    write_all(s,
+              "HTTP/1.1 400 Bad Request\r\nContent-Type: application/json\r\nX-Extra: 1\r\n"
+              "Content-Length: " +
+                  std::to_string(body.size()) + "\r\n\r\n" + body);
   });
   const auto res = request(server.address(), "POST", "/v1/streams/BAD/events", "{}", {}, 5s);
   CHECK(res.status == 400);

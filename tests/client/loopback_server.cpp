@@ -76,7 +76,9 @@ std::string read_request(tcp_socket& s) {
   return buf;
 }
 
-void write_all(tcp_socket& s, const std::string& bytes) { net::write(s, net::buffer(bytes)); }
+void write_all(tcp_socket& s, const std::string& bytes) {
+  net::write(s, net::buffer(bytes));
+}
 
 void wait_for_close(tcp_socket& s) {
   char buf[1024];

@@ -17,9 +17,9 @@ TEST_CASE("good paths pass", "[event]") {
   CHECK_FALSE(check_event_path("/"));
   CHECK_FALSE(check_event_path("/a.md"));
   CHECK_FALSE(check_event_path("/dir/sub dir/file?x=1#y"));
-  CHECK_FALSE(check_event_path("/caf\xc3\xa9"));                 // é
-  CHECK_FALSE(check_event_path("/\xe2\x82\xac"));                // €
-  CHECK_FALSE(check_event_path("/\xf0\x9f\x98\x80"));            // emoji
+  CHECK_FALSE(check_event_path("/caf\xc3\xa9"));       // é
+  CHECK_FALSE(check_event_path("/\xe2\x82\xac"));      // €
+  CHECK_FALSE(check_event_path("/\xf0\x9f\x98\x80"));  // emoji
   CHECK_FALSE(check_event_path("/" + std::string(max_path_bytes - 1, 'x')));
 }
 
@@ -46,7 +46,7 @@ TEST_CASE("paths must be valid UTF-8", "[event]") {
       "/\xf4\x90\x80\x80",  // past U+10FFFF
       "/\xf8\x88\x80\x80\x80",
       "/\xff",
-      "/\xe2\x82",          // truncated 3-byte
+      "/\xe2\x82",  // truncated 3-byte
   };
   for (const char* path : bad) {
     INFO("path bytes: " << std::string_view(path).size());

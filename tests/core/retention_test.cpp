@@ -14,9 +14,9 @@ TEST_CASE("first_kept_by_count keeps at most max_events", "[retention]") {
 }
 
 TEST_CASE("first_kept_by_count with zero and empty ranges", "[retention]") {
-  CHECK(first_kept_by_count(1, 100, 0) == 1);   // unlimited
-  CHECK(first_kept_by_count(1, 0, 10) == 1);    // empty new stream
-  CHECK(first_kept_by_count(51, 50, 10) == 51); // empty after trimming
+  CHECK(first_kept_by_count(1, 100, 0) == 1);    // unlimited
+  CHECK(first_kept_by_count(1, 0, 10) == 1);     // empty new stream
+  CHECK(first_kept_by_count(51, 50, 10) == 51);  // empty after trimming
   CHECK(first_kept_by_count(1, ~0ull, 1) == ~0ull);
   CHECK(first_kept_by_count(0, ~0ull, 0) == 0);
 }

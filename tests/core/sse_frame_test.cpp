@@ -60,7 +60,9 @@ TEST_CASE("sse_event writes optional id and event fields", "[sse_frame]") {
   CHECK(sse_event("a\nb", "c\r\nd", "x") == "id: a b\nevent: c  d\ndata: x\n\n");
 }
 
-TEST_CASE("sse_retry", "[sse_frame]") { CHECK(sse_retry(2000) == "retry: 2000\n\n"); }
+TEST_CASE("sse_retry", "[sse_frame]") {
+  CHECK(sse_retry(2000) == "retry: 2000\n\n");
+}
 
 TEST_CASE("event_json has the documented shape", "[sse_frame]") {
   event e;
@@ -143,7 +145,8 @@ TEST_CASE("any payload survives the frame and the parser", "[sse_frame]") {
 }
 
 TEST_CASE("payloads without CR come back byte for byte", "[sse_frame]") {
-  for (std::string payload : {"", "\n", "\n\n", "a\n", "\na", "a\n\nb", ": not a comment", "data: x", "x\n\n\n"}) {
+  for (std::string payload :
+       {"", "\n", "\n\n", "a\n", "\na", "a\n\nb", ": not a comment", "data: x", "x\n\n\n"}) {
     event e;
     e.data_json = payload;
     std::string json = event_json("s", {1, 1}, e);

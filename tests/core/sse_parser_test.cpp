@@ -47,7 +47,8 @@ TEST_CASE("data lines join with newline and lose the last one", "[sse_parser]") 
 }
 
 TEST_CASE("every line ending works", "[sse_parser]") {
-  for (std::string_view text : {"data: x\n\n", "data: x\r\r", "data: x\r\n\r\n", "data: x\r\n\n", "data: x\n\r"}) {
+  for (std::string_view text :
+       {"data: x\n\n", "data: x\r\r", "data: x\r\n\r\n", "data: x\r\n\n", "data: x\n\r"}) {
     auto msgs = parse_whole(text);
     REQUIRE(msgs.size() == 1);
     CHECK(msgs[0].data == "x");

@@ -50,7 +50,8 @@ TEST_CASE("a selector splits at the first \":/\"", "[stream_name]") {
 }
 
 TEST_CASE("bad selectors are refused", "[stream_name]") {
-  for (const char* text : {"", ":/a", "Docs", "docs:", "docs:a", "watch:", "watch:Up", "a:b", "docs:/a\x01"}) {
+  for (const char* text :
+       {"", ":/a", "Docs", "docs:", "docs:a", "watch:", "watch:Up", "a:b", "docs:/a\x01"}) {
     INFO("input: '" << text << "'");
     CHECK_FALSE(parse_stream_selector(text));
   }

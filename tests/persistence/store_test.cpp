@@ -202,7 +202,8 @@ TEST_CASE("the database has every family and a schema version", "[store]") {
   std::unique_ptr<rocksdb::DB> db(raw);
   auto meta = std::find(families.begin(), families.end(), "meta") - families.begin();
   std::string version;
-  CHECK(db->Get(rocksdb::ReadOptions(), handles[static_cast<std::size_t>(meta)], "schema_version", &version).ok());
+  CHECK(db->Get(rocksdb::ReadOptions(), handles[static_cast<std::size_t>(meta)], "schema_version", &version)
+            .ok());
   CHECK(version == "1");
   for (auto* h : handles) CHECK(db->DestroyColumnFamilyHandle(h).ok());
 }
@@ -242,7 +243,8 @@ TEST_CASE("a newer schema version is refused", "[store]") {
     REQUIRE(rocksdb::DB::Open(rocksdb::DBOptions(), tmp.db(), descriptors, &handles, &raw).ok());
     std::unique_ptr<rocksdb::DB> db(raw);
     auto meta = std::find(families.begin(), families.end(), "meta") - families.begin();
-    CHECK(db->Put(rocksdb::WriteOptions(), handles[static_cast<std::size_t>(meta)], "schema_version", "2").ok());
+    CHECK(db->Put(rocksdb::WriteOptions(), handles[static_cast<std::size_t>(meta)], "schema_version", "2")
+              .ok());
     for (auto* h : handles) CHECK(db->DestroyColumnFamilyHandle(h).ok());
   }
   std::unique_ptr<store> db;
@@ -276,11 +278,11 @@ TEST_CASE("read_events honours after, up_to and max", "[store]") {
   check_event(bounded[0], 11);
   check_event(bounded[1], 12);
 
-  CHECK(read(*db, 5, 20, 100, 100).empty());     // nothing after the head
-  CHECK(read(*db, 5, 12, 12, 100).empty());      // empty window
-  CHECK(read(*db, 5, 15, 10, 100).empty());      // inverted window
-  CHECK(read(*db, 5, 0, 20, 0).empty());         // max 0
-  CHECK(read(*db, 7, 0, 100, 100).empty());      // unknown stream
+  CHECK(read(*db, 5, 20, 100, 100).empty());        // nothing after the head
+  CHECK(read(*db, 5, 12, 12, 100).empty());         // empty window
+  CHECK(read(*db, 5, 15, 10, 100).empty());         // inverted window
+  CHECK(read(*db, 5, 0, 20, 0).empty());            // max 0
+  CHECK(read(*db, 7, 0, 100, 100).empty());         // unknown stream
   CHECK(read(*db, 5, 0, ~0ull, 100).size() == 20);  // no upper bound on seq
   CHECK(read(*db, 5, ~0ull, ~0ull, 100).empty());
 

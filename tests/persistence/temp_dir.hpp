@@ -18,9 +18,9 @@ class temp_dir {
   temp_dir() {
     static std::atomic<unsigned> counter{0};
     auto stamp = std::chrono::steady_clock::now().time_since_epoch().count();
-    path_ = std::filesystem::temp_directory_path() /
-            ("tidings-persistence-" + std::to_string(::getpid()) + "-" + std::to_string(stamp) + "-" +
-             std::to_string(counter++));
+    path_ =
+        std::filesystem::temp_directory_path() / ("tidings-persistence-" + std::to_string(::getpid()) + "-" +
+                                                  std::to_string(stamp) + "-" + std::to_string(counter++));
     std::filesystem::create_directories(path_);
   }
   ~temp_dir() {
