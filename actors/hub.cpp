@@ -76,6 +76,7 @@ bool create_stream(self_ptr self) {
   st.committed_first = 1;
   st.committed_head = 0;
   logging::info("stream.created", {{"stream", m.name}, {"epoch", core::format_epoch(m.epoch)}});
+  if (st.cfg.on_created) st.cfg.on_created();
   return true;
 }
 

@@ -36,6 +36,8 @@ struct hub_config {
   core::retention_policy retention;
   std::size_t ring_events = 1024;
   std::size_t ring_bytes = 1 << 20;
+  // Called once, on the hub's thread, when its first publish creates the stream.
+  std::function<void()> on_created;
 };
 
 struct hub_state {

@@ -14,6 +14,9 @@ struct hub_defaults {
   core::retention_policy retention;
   std::size_t ring_events = 1024;
   std::size_t ring_bytes = 1 << 20;
+  // Hubs kept for streams that subscribers wait on but nobody has published
+  // to yet. Each costs memory for as long as the node runs, so they are capped.
+  std::size_t max_unknown_streams = 10000;
 };
 
 class hub_registry {
@@ -25,6 +28,10 @@ class hub_registry {
   // the stream itself is created by its first publish).
   hub_actor get(const stream_key& key);
 
+  // For a subscriber: makes sure the stream's hub exists. False when the
+  // stream does not exist yet and max_unknown_streams such hubs are held.
+  bool admit_subscriber(const stream_key& key);
+
   // Every hub spawned so far (for shutdown).
   std::vector<hub_actor> all() const;
 
@@ -33,7 +40,10 @@ class hub_registry {
   persistence::store& store_;
   persistence::group_committer& committer_;
   hub_defaults defaults_;
+  hub_actor spawn_locked(const stream_key& key, bool unknown);
+
   mutable std::mutex mutex_;
+  std::size_t unknown_ = 0;  // hubs whose stream does not exist yet
   std::map<stream_key, hub_actor> hubs_;
 };
 

@@ -82,6 +82,8 @@ const std::map<std::string, setter>& setters() {
       {"coalesce-us",
        number<std::int64_t>(
            0, 100'000, [](config& c, std::int64_t v) { c.sse.coalesce = std::chrono::microseconds(v); })},
+      {"max-unknown-streams",
+       number<std::size_t>(0, 10'000'000, [](config& c, std::size_t v) { c.max_unknown_streams = v; })},
       {"ring-events", number<std::size_t>(0, 1'000'000, [](config& c, std::size_t v) { c.ring_events = v; })},
       {"max-body-bytes",
        number<std::size_t>(64, 64ULL << 20, [](config& c, std::size_t v) { c.max_body_bytes = v; })},
@@ -147,7 +149,7 @@ std::string usage() {
          "                [--retention-age-ms MS] [--heartbeat-ms MS] [--queue-frames N]\n"
          "                [--queue-bytes N] [--ring-events N] [--max-body-bytes N]\n"
          "                [--max-header-bytes N] [--io-threads N] [--drain-ms MS]\n"
-         "                [--coalesce-us US] [--verbose]\n";
+         "                [--coalesce-us US] [--max-unknown-streams N] [--verbose]\n";
 }
 
 parse_outcome parse_config(const std::vector<std::string>& args) {

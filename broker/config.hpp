@@ -25,6 +25,7 @@ struct config {
   core::retention_policy retention;
   relay::sse_options sse;
   std::size_t ring_events = 1024;
+  std::size_t max_unknown_streams = 10000;
   std::size_t max_body_bytes = 1 << 20;
   std::size_t max_header_bytes = 16 << 10;
   // Half the cores (at least one): the hubs, the group committer and the

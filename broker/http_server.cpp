@@ -23,7 +23,9 @@ namespace {
 http_response parse_error_response(const beast::error_code& ec, const http_limits& limits) {
   if (ec == http::error::body_limit)
     return error_response(413, "body over the limit of " + std::to_string(limits.max_body_bytes) + " bytes");
-  if (ec == http::error::header_limit)
+  // The read buffer is sized to the header limit, so an over-long request
+  // line or header block can also end as a buffer overflow.
+  if (ec == http::error::header_limit || ec == http::error::buffer_overflow)
     return error_response(
         431, "header block over the limit of " + std::to_string(limits.max_header_bytes) + " bytes");
   return error_response(400, "malformed HTTP request: " + ec.message());
@@ -33,7 +35,12 @@ class http_connection : public std::enable_shared_from_this<http_connection> {
  public:
   http_connection(tcp::socket socket, relay::io_shard& shard, api& routes, const http_limits& limits,
                   const relay::sse_options& sse)
-      : stream_(std::move(socket)), shard_(shard), routes_(routes), limits_(limits), sse_(sse) {}
+      : stream_(std::move(socket)),
+        shard_(shard),
+        routes_(routes),
+        limits_(limits),
+        sse_(sse),
+        buffer_(limits.max_header_bytes + 4096) {}
 
   void start() { do_read(); }
 
@@ -64,6 +71,14 @@ class http_connection : public std::enable_shared_from_this<http_connection> {
     }
     req.body = std::move(msg.body());
     keep_alive_ = msg.keep_alive();
+    head_ = msg.method() == http::verb::head;
+    // Only "chunked" (or nothing) frames a request body here. Anything else
+    // would leave the body to be read as the next request: refuse and close.
+    if (auto te = msg.find(http::field::transfer_encoding); te != msg.end()) {
+      auto value = te->value();
+      if (!beast::iequals(value, "chunked"))
+        return reply(error_response(501, "Transfer-Encoding other than chunked is not supported"), false);
+    }
     auto target = msg.target();
     if (!parse_target(std::string_view(target.data(), target.size()), req.path, req.query))
       return reply(error_response(400, "malformed percent-encoding in the request target"), keep_alive_);
@@ -90,6 +105,8 @@ class http_connection : public std::enable_shared_from_this<http_connection> {
     res->body() = std::move(r.body);
     res->keep_alive(keep_alive);
     res->prepare_payload();
+    // HEAD: the headers of the GET, Content-Length included, and no body.
+    if (head_) res->body().clear();
     stream_.expires_after(limits_.idle_timeout);
     http::async_write(stream_, *res, [self = shared_from_this(), res](beast::error_code ec, std::size_t) {
       if (ec || !res->keep_alive()) return self->close();
@@ -108,9 +125,10 @@ class http_connection : public std::enable_shared_from_this<http_connection> {
   api& routes_;
   const http_limits& limits_;
   const relay::sse_options& sse_;
-  beast::flat_buffer buffer_{8192};
+  beast::flat_buffer buffer_;
   std::optional<http::request_parser<http::string_body>> parser_;
   bool keep_alive_ = true;
+  bool head_ = false;
 };
 
 }  // namespace

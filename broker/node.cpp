@@ -79,6 +79,7 @@ int run_node(const config& cfg) {
     actors::hub_defaults defaults;
     defaults.retention = cfg.retention;
     defaults.ring_events = cfg.ring_events;
+    defaults.max_unknown_streams = cfg.max_unknown_streams;
     actors::hub_registry hubs(system, *store, committer, defaults);
 
     drain_waiter waiter;

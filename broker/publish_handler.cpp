@@ -1,6 +1,8 @@
 // POST /v1/streams/{stream}/events
 
+#include <cctype>
 #include <nlohmann/json.hpp>
+#include <string_view>
 
 #include "broker/api.hpp"
 #include "core/json_text.hpp"
@@ -12,6 +14,9 @@ namespace {
 using json = nlohmann::json;
 
 constexpr std::size_t max_batch = 1000;
+// Serializing JSON recurses once per level; a 100 000-deep document would
+// overflow the stack. Real documents stay far below this.
+constexpr std::size_t max_nesting = 128;
 constexpr std::size_t max_idempotency_key = 200;
 
 // Turns one JSON value into an event, or says what is wrong with it.
@@ -34,6 +39,43 @@ std::optional<std::string> to_event(const json& j, core::event& out) {
     }
   }
   return std::nullopt;
+}
+
+// True when no array or object in `text` nests deeper than `limit`. A plain
+// scan (strings skipped), so it runs before any recursive parser sees the text.
+bool nesting_within(std::string_view text, std::size_t limit) {
+  std::size_t depth = 0;
+  bool in_string = false, escaped = false;
+  for (char c : text) {
+    if (in_string) {
+      if (escaped)
+        escaped = false;
+      else if (c == '\\')
+        escaped = true;
+      else if (c == '"')
+        in_string = false;
+    } else if (c == '"') {
+      in_string = true;
+    } else if (c == '[' || c == '{') {
+      if (++depth > limit) return false;
+    } else if ((c == ']' || c == '}') && depth > 0) {
+      --depth;
+    }
+  }
+  return true;
+}
+
+// application/json, any +json type, or curl -d's default form type (whose
+// body is still our JSON). Media types are case-insensitive; parameters such
+// as charset are ignored.
+bool acceptable_content_type(std::string_view value) {
+  auto type = value.substr(0, value.find(';'));
+  while (!type.empty() && (type.back() == ' ' || type.back() == '\t')) type.remove_suffix(1);
+  while (!type.empty() && (type.front() == ' ' || type.front() == '\t')) type.remove_prefix(1);
+  std::string lower(type);
+  for (auto& ch : lower) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+  return lower == "application/json" || lower == "application/x-www-form-urlencoded" ||
+         (lower.starts_with("application/") && lower.ends_with("+json"));
 }
 
 bool valid_idempotency_key(const std::string& key) {
@@ -61,10 +103,7 @@ route_result api::publish(const std::string& stream, const http_request& req, re
                                     "': use 1 to 128 of a-z 0-9 . _ -, starting with a letter or digit"),
             {}};
   if (draining_) return {error_response(503, "the node is draining; publish to another node or retry"), {}};
-  // curl -d sends the form type by default; its body is still our JSON.
-  if (auto* ct = req.header("content-type");
-      ct && ct->find("json") == std::string::npos &&
-      ct->find("application/x-www-form-urlencoded") == std::string::npos)
+  if (auto* ct = req.header("content-type"); ct && !acceptable_content_type(*ct))
     return {error_response(415, "Content-Type must be application/json"), {}};
 
   std::string idempotency_key;
@@ -74,6 +113,8 @@ route_result api::publish(const std::string& stream, const http_request& req, re
     idempotency_key = *key;
   }
 
+  if (!nesting_within(req.body, max_nesting))
+    return {error_response(400, "JSON nests deeper than " + std::to_string(max_nesting) + " levels"), {}};
   json body;
   try {
     body = json::parse(req.body);

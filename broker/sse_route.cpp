@@ -53,6 +53,13 @@ route_result api::open_sse(const http_request& req) {
               {}};
     out.resume = std::move(*cursors);
   }
+  for (auto& sel : out.streams) {
+    if (!hubs_.admit_subscriber({out.tenant, sel.stream}))
+      return {error_response(429, "too many watched streams that do not exist yet (limit " +
+                                      std::to_string(cfg_.max_unknown_streams) + "); publish to '" +
+                                      sel.stream + "' first, or retry later"),
+              {}};
+  }
   return {{}, std::move(out)};
 }
 

@@ -84,6 +84,9 @@ http_response api::history(const std::string& stream, const http_request& req) {
   core::cursor head{m.epoch, m.head_seq};
 
   std::uint64_t after = m.first_seq - 1;
+  // "0000000000000000:0" is what a subscriber holds for a stream that did not
+  // exist yet: from the beginning, as over SSE.
+  if (since && *since == core::cursor{0, 0}) since.reset();
   if (since) {
     if (since->epoch != m.epoch)
       return gone("epoch_changed", "the cursor belongs to another epoch of this stream", head);

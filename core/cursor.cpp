@@ -8,9 +8,10 @@ namespace tidings::core {
 
 namespace {
 
-// 1 to 20 decimal digits; nullopt when the value does not fit in 64 bits.
+// 1 to 20 decimal digits, no leading zero; nullopt when the value does not
+// fit in 64 bits.
 std::optional<std::uint64_t> parse_seq(std::string_view text) {
-  if (text.empty() || text.size() > 20) return std::nullopt;
+  if (text.empty() || text.size() > 20 || (text.size() > 1 && text.front() == '0')) return std::nullopt;
   constexpr auto max = std::numeric_limits<std::uint64_t>::max();
   std::uint64_t value = 0;
   for (char ch : text) {
@@ -35,11 +36,13 @@ std::string format_epoch(std::uint64_t epoch) {
 }
 
 std::optional<std::uint64_t> parse_epoch(std::string_view text) {
-  if (text.empty() || text.size() > 16) return std::nullopt;
+  // Exactly the form we print: one spelling per epoch, so a cursor can be
+  // compared or logged as text.
+  if (text.size() != 16) return std::nullopt;
   std::uint64_t value = 0;
   for (char ch : text) {
     int digit = hex_digit_value(ch);
-    if (digit < 0) return std::nullopt;
+    if (digit < 0 || (ch >= 'A' && ch <= 'F')) return std::nullopt;
     value = (value << 4) | static_cast<std::uint64_t>(digit);
   }
   return value;

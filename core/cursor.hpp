@@ -21,12 +21,13 @@ struct cursor {
 
 // 16 lowercase hex digits.
 std::string format_epoch(std::uint64_t epoch);
-// 1 to 16 hex digits (either case); nothing else.
+// Exactly 16 lowercase hex digits; nothing else.
 std::optional<std::uint64_t> parse_epoch(std::string_view text);
 
 std::string format_cursor(cursor c);
-// Strict: epoch as above, one ':', 1 to 20 decimal digits that fit in 64
-// bits. No sign, no whitespace, nothing trailing.
+// Strict, the form format_cursor prints: epoch as above, one ':', a decimal
+// seq without leading zeros that fits in 64 bits. No sign, no whitespace,
+// nothing trailing.
 std::optional<cursor> parse_cursor(std::string_view text);
 
 }  // namespace tidings::core

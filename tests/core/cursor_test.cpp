@@ -11,11 +11,14 @@ TEST_CASE("format_epoch is always 16 lowercase hex digits", "[cursor]") {
   CHECK(format_epoch(0x0123456789ABCDEFull) == "0123456789abcdef");
 }
 
-TEST_CASE("parse_epoch takes 1 to 16 hex digits of either case", "[cursor]") {
-  CHECK(parse_epoch("0") == 0u);
-  CHECK(parse_epoch("A") == 10u);
+TEST_CASE("parse_epoch takes exactly 16 lowercase hex digits", "[cursor]") {
+  CHECK(parse_epoch("0000000000000000") == 0u);
+  CHECK(parse_epoch("000000000000000a") == 10u);
   CHECK(parse_epoch("ffffffffffffffff") == 0xFFFFFFFFFFFFFFFFull);
-  CHECK(parse_epoch("DeadBeef") == 0xdeadbeefu);
+  CHECK(parse_epoch("00000000deadbeef") == 0xdeadbeefu);
+  CHECK_FALSE(parse_epoch("00000000DeadBeef"));  // one spelling per epoch
+  CHECK_FALSE(parse_epoch("0"));
+  CHECK_FALSE(parse_epoch("deadbeef"));
   CHECK_FALSE(parse_epoch(""));
   CHECK_FALSE(parse_epoch("10000000000000000"));  // 17 digits
   CHECK_FALSE(parse_epoch("g"));
@@ -35,11 +38,14 @@ TEST_CASE("format_cursor and parse_cursor round trip", "[cursor]") {
   CHECK(format_cursor({0, 0}) == "0000000000000000:0");
 }
 
-TEST_CASE("parse_cursor accepts short epochs and leading zeros", "[cursor]") {
-  CHECK(parse_cursor("1:1") == cursor{1, 1});
-  CHECK(parse_cursor("AB:0") == cursor{0xab, 0});
-  CHECK(parse_cursor("0:00000000000000000007") == cursor{0, 7});  // 20 digits
-  CHECK(parse_cursor("1:18446744073709551615") == cursor{1, 18446744073709551615ull});
+TEST_CASE("parse_cursor takes the printed form only", "[cursor]") {
+  CHECK(parse_cursor("0000000000000001:1") == cursor{1, 1});
+  CHECK(parse_cursor("00000000000000ab:0") == cursor{0xab, 0});
+  CHECK(parse_cursor("0000000000000001:18446744073709551615") == cursor{1, 18446744073709551615ull});
+  CHECK_FALSE(parse_cursor("1:1"));                  // short epoch
+  CHECK_FALSE(parse_cursor("00000000000000AB:0"));   // uppercase
+  CHECK_FALSE(parse_cursor("0000000000000001:07"));  // leading zero
+  CHECK_FALSE(parse_cursor("0000000000000001:00"));
 }
 
 TEST_CASE("parse_cursor is strict", "[cursor]") {
