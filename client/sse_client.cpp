@@ -98,6 +98,21 @@ struct sse_stream::impl {
     }
   }
 
+  // Runs the pending operation to its end; past `deadline`, closes the socket
+  // so it ends at once, and throws `timeout_message`.
+  void finish_or_throw(const bool& done, clock_type::time_point deadline,
+                       const std::string& timeout_message) {
+    if (!run_until(ioc, done, deadline)) {
+      beast::error_code ignored;
+      stream.socket().close(ignored);
+      ioc.restart();
+      while (!done && ioc.run_one() > 0) {
+      }
+      throw transport_error(timeout_message);
+    }
+    ioc.restart();
+  }
+
   void feed(std::string_view bytes) {
     if (bytes.empty()) return;
     sse.feed(bytes, [this](core::sse_message&& m) { pending.push_back(std::move(m)); });
@@ -128,15 +143,7 @@ sse_stream::sse_stream(const endpoint& ep, const std::string& target, const head
     done = true;
     ec = e;
   });
-  if (!run_until(s.ioc, done, deadline)) {
-    beast::error_code ignored;
-    s.stream.socket().close(ignored);
-    s.ioc.restart();
-    while (!done && s.ioc.run_one() > 0) {
-    }
-    throw transport_error("sending to " + where + " timed out");
-  }
-  s.ioc.restart();
+  s.finish_or_throw(done, deadline, "sending to " + where + " timed out");
   if (ec) throw transport_error("sending to " + where + " failed: " + ec.message());
 
   // The stream has no end, so the body must not be capped as a whole.
@@ -148,15 +155,7 @@ sse_stream::sse_stream(const endpoint& ep, const std::string& target, const head
     done = true;
     ec = e;
   });
-  if (!run_until(s.ioc, done, deadline)) {
-    beast::error_code ignored;
-    s.stream.socket().close(ignored);
-    s.ioc.restart();
-    while (!done && s.ioc.run_one() > 0) {
-    }
-    throw transport_error("waiting for the response header from " + where + " timed out");
-  }
-  s.ioc.restart();
+  s.finish_or_throw(done, deadline, "waiting for the response header from " + where + " timed out");
   if (ec) throw transport_error("reading the response header from " + where + " failed: " + ec.message());
 
   const auto& head = s.parser.get();

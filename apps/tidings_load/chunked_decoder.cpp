@@ -2,18 +2,11 @@
 
 #include <algorithm>
 
+#include "core/hex.hpp"
+
 namespace tidings::load {
 
-namespace {
-
-int hex_value(char c) {
-  if (c >= '0' && c <= '9') return c - '0';
-  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-  return -1;
-}
-
-}  // namespace
+namespace {}  // namespace
 
 void chunked_decoder::end_size_line() {
   if (digits_ == 0) {
@@ -31,7 +24,7 @@ chunked_decoder::status chunked_decoder::feed(const char* data, std::size_t size
     const char c = data[i];
     switch (state_) {
       case state::size:
-        if (const int v = hex_value(c); v >= 0) {
+        if (const int v = core::hex_digit_value(c); v >= 0) {
           // 15 hex digits already exceed any sane chunk.
           if (++digits_ > 15) {
             state_ = state::error;
