@@ -245,7 +245,9 @@ void on_fetch(self_ptr self, const fetch_request_ptr& req) {
     after.epoch = st.meta->epoch;
   }
   if (after.epoch != st.meta->epoch) return send(fetch_status::resync, "epoch_changed");
-  switch (core::check_resume(after.seq, st.committed_first, st.committed_head)) {
+  // Up to the head including writes in flight: the store (and so the REST
+  // API) can show a commit before this actor has processed its confirmation.
+  switch (core::check_resume(after.seq, st.committed_first, st.meta->head_seq)) {
     case core::resume_check::too_old:
       return send(fetch_status::resync, "cursor_too_old");
     case core::resume_check::ahead_of_head:
@@ -253,9 +255,10 @@ void on_fetch(self_ptr self, const fetch_request_ptr& req) {
     case core::resume_check::ok:
       break;
   }
-  if (req->probe || after.seq == st.committed_head) {
-    return send(after.seq == st.committed_head && !req->probe ? fetch_status::caught_up : fetch_status::page);
-  }
+  if (req->probe) return send(fetch_status::page);
+  // At or past what this actor has confirmed: live from here; the session
+  // drops batches at or below its cursor.
+  if (after.seq >= st.committed_head) return send(fetch_status::caught_up);
   if (!collect(st, after.seq, std::max<std::size_t>(req->max_frames, 1), req->max_bytes, r.frames))
     return send(fetch_status::resync, "cursor_too_old");
   auto last = r.frames.empty() ? after.seq : r.frames.back()->seq;

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/post.hpp>
+#include <boost/asio/steady_timer.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
 #include <cctype>
@@ -149,7 +150,14 @@ struct http_server::impl : std::enable_shared_from_this<http_server::impl> {
               ->start();
         });
       } else {
+        // Out of descriptors or buffers: retrying at once would spin this
+        // thread and starve its sessions, so wait a little first.
         logging::warn("http.accept_failed", {{"error", ec.message()}});
+        self->retry.expires_after(std::chrono::milliseconds(100));
+        self->retry.async_wait([self](beast::error_code wait_ec) {
+          if (!wait_ec && self->acceptor.is_open()) self->accept();
+        });
+        return;
       }
       self->accept();
     });
@@ -160,6 +168,7 @@ struct http_server::impl : std::enable_shared_from_this<http_server::impl> {
   http_limits limits;
   const relay::sse_options& sse;
   tcp::acceptor acceptor;
+  net::steady_timer retry{acceptor.get_executor()};
   std::size_t next = 0;
 };
 

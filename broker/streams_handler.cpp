@@ -107,7 +107,10 @@ http_response api::history(const std::string& stream, const http_request& req) {
     std::vector<persistence::stored_event> page;
     auto want = prefix.empty() ? limit - matched : std::min<std::uint64_t>(256, max_history_scan - scanned);
     if (auto s = store_.read_events(m.id, next, m.head_seq, want, &page); !s.ok()) return storage_error(s);
-    if (page.empty()) break;
+    // Retention may trim between reading the meta and reading the events;
+    // never hand out the rest as if nothing were missing.
+    if (page.empty() || page.front().seq != next + 1)
+      return gone("cursor_too_old", "events were trimmed while reading; start again from 'first'", head);
     for (auto& e : page) {
       ++scanned;
       next = e.seq;

@@ -112,12 +112,14 @@ void sse_session::on_fetched(std::size_t index, const actors::fetch_reply& reply
     sub.state = sub_state::waiting_room;
     if (--probes_left_ == 0) {
       write_hello();
-      for (std::size_t i = 0; i < subs_.size(); ++i) fetch(i);
+      start_id_ = current_id();
+      fetch_next();
       wait_heartbeat();
     }
     do_write();
     return;
   }
+  fetch_in_flight_ = false;
   for (auto& f : reply.frames) {
     accept_frame(index, reply.epoch, f);
     if (terminating_) break;
@@ -128,12 +130,26 @@ void sse_session::on_fetched(std::size_t index, const actors::fetch_reply& reply
   } else if (reply.registered) {
     sub.state = sub_state::live;
     shard_.add_live(sub.key, this, id_, index);
-  } else if (has_room()) {
-    fetch(index);
   } else {
     sub.state = sub_state::waiting_room;
   }
+  fetch_next();
   do_write();
+}
+
+// One page in flight per session: each is sized from the free queue room,
+// and two outstanding pages would each count the same room.
+void sse_session::fetch_next() {
+  if (fetch_in_flight_ || terminating_ || closed_ || probes_left_ > 0 || !has_room()) return;
+  for (std::size_t n = 0; n < subs_.size(); ++n) {
+    auto i = (next_fetch_ + n) % subs_.size();
+    if (subs_[i].state == sub_state::waiting_room) {
+      next_fetch_ = i + 1;  // round robin, so no stream starves the others
+      fetch_in_flight_ = true;
+      fetch(i);
+      return;
+    }
+  }
 }
 
 void sse_session::on_frames(std::size_t index, const actors::frame_batch& batch) {
@@ -211,7 +227,8 @@ std::string sse_session::id_of(const out_item& item) const {
 std::string sse_session::last_delivered_id() const {
   for (auto it = writing_.rbegin(); it != writing_.rend(); ++it)
     if (it->frame) return id_of(*it);
-  return id_of(last_written_);
+  // Nothing written yet: the position the session started from.
+  return last_written_.frame ? id_of(last_written_) : start_id_;
 }
 
 void sse_session::write_hello() {
@@ -286,10 +303,7 @@ void sse_session::on_write(const error_code& ec) {
     }
   }
   writing_.clear();
-  if (!terminating_ && has_room()) {
-    for (std::size_t i = 0; i < subs_.size(); ++i)
-      if (subs_[i].state == sub_state::waiting_room && probes_left_ == 0) fetch(i);
-  }
+  fetch_next();
   do_write();
 }
 

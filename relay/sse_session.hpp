@@ -60,6 +60,7 @@ class sse_session : public std::enable_shared_from_this<sse_session> {
   };
 
   void fetch(std::size_t index);
+  void fetch_next();
   void write_hello();
   void accept_frame(std::size_t index, std::uint64_t epoch, const actors::frame_ptr& f);
   void enqueue(out_item item, std::size_t bytes);
@@ -86,6 +87,9 @@ class sse_session : public std::enable_shared_from_this<sse_session> {
   std::uint64_t id_ = 0;
   std::vector<subscription> subs_;
   std::size_t probes_left_ = 0;
+  bool fetch_in_flight_ = false;
+  std::size_t next_fetch_ = 0;
+  std::string start_id_;  // positions when hello was written
   std::vector<core::cursor> heads_;
   std::string preamble_;  // the HTTP response header, written before the first chunk
   std::vector<boost::asio::const_buffer> buffers_;
