@@ -1,4 +1,5 @@
 #include "tests/support/command_run.hpp"
+#include "tests/support/process_status.hpp"
 
 #include <fcntl.h>
 #include <poll.h>
@@ -21,16 +22,6 @@
 namespace tidings::testing {
 
 namespace {
-
-std::string errno_text(const char* what) {
-  return std::string(what) + ": " + std::strerror(errno);
-}
-
-int decode_status(int status) {
-  if (WIFEXITED(status)) return WEXITSTATUS(status);
-  if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
-  return -1;
-}
 
 // Moves `fd` onto `target` in the child (async-signal-safe calls only). dup2
 // onto itself would keep O_CLOEXEC, so that case clears the flag instead.

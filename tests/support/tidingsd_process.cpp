@@ -1,4 +1,5 @@
 #include "tests/support/tidingsd_process.hpp"
+#include "tests/support/process_status.hpp"
 
 #include <fcntl.h>
 #include <poll.h>
@@ -26,17 +27,6 @@ using namespace std::chrono_literals;
 
 // How long a stopped node may take before the harness escalates to SIGKILL.
 constexpr auto destructor_grace = 10s;
-
-std::string errno_text(const char* what) {
-  return std::string(what) + ": " + std::strerror(errno);
-}
-
-// Exit status as a shell would report it, so a crash never reads as success.
-int decode_status(int status) {
-  if (WIFEXITED(status)) return WEXITSTATUS(status);
-  if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
-  return -1;
-}
 
 // Pulls the port out of `"address":"127.0.0.1:PORT"`; 0 when absent.
 std::uint16_t port_from_listening_line(const std::string& line) {
