@@ -15,18 +15,6 @@
 namespace tidings::broker {
 namespace {
 
-std::string_view durability_name(persistence::durability d) {
-  switch (d) {
-    case persistence::durability::sync:
-      return "sync";
-    case persistence::durability::batch:
-      return "batch";
-    case persistence::durability::none:
-      return "none";
-  }
-  return "sync";
-}
-
 // Blocks SIGTERM and SIGINT in this thread and every thread started after,
 // so that only the main thread's sigwait sees them.
 sigset_t block_stop_signals() {
@@ -102,7 +90,7 @@ int run_node(const config& cfg) {
         ":" + std::to_string(server.port());
     logging::info("node.listening", {{"address", address},
                                      {"data_dir", cfg.data_dir},
-                                     {"durability", durability_name(cfg.durability)},
+                                     {"durability", persistence::durability_name(cfg.durability)},
                                      {"io_threads", static_cast<std::uint64_t>(cfg.io_threads)}});
 
     int sig = 0;

@@ -124,10 +124,21 @@ bool parse(std::string_view bytes, idempotency_record* out) {
 
 }  // namespace
 
+std::string_view durability_name(durability d) {
+  switch (d) {
+    case durability::sync:
+      return "sync";
+    case durability::batch:
+      return "batch";
+    case durability::none:
+      return "none";
+  }
+  return "sync";
+}
+
 std::optional<durability> parse_durability(std::string_view text) {
-  if (text == "sync") return durability::sync;
-  if (text == "batch") return durability::batch;
-  if (text == "none") return durability::none;
+  for (auto d : {durability::sync, durability::batch, durability::none})
+    if (text == durability_name(d)) return d;
   return std::nullopt;
 }
 

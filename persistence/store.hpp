@@ -27,6 +27,7 @@ enum class durability {
   none,   // no WAL: acknowledged from memory, lost on a crash
 };
 std::optional<durability> parse_durability(std::string_view text);
+std::string_view durability_name(durability d);
 
 struct stream_meta {
   std::string tenant;
