@@ -131,6 +131,7 @@ void on_publish(self_ptr self, const publish_request_ptr& req) {
     st.keys_in_flight[key];  // later duplicates wait for this one
   }
   ws.meta = m;
+  ws.progress_puts = std::move(req->progress);
   entry.first_seq_after = m.first_seq;
   entry.reply = std::move(req->reply);
   entry.idempotency_key = key;

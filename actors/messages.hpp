@@ -14,6 +14,7 @@
 #include "core/cursor.hpp"
 #include "core/event.hpp"
 #include "core/sse_frame.hpp"
+#include "persistence/watch_records.hpp"
 
 namespace tidings::actors {
 
@@ -44,6 +45,8 @@ struct publish_result {
 struct publish_request {
   std::vector<core::event> events;
   std::string idempotency_key;  // empty: none
+  // A watch's notice commits together with the progress it covers.
+  std::vector<std::pair<persistence::watch_id, persistence::watch_progress>> progress;
   // Called once, on the hub's thread: hand the result to your own executor.
   std::function<void(publish_result)> reply;
 };

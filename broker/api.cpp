@@ -21,8 +21,9 @@ http_response method_not_allowed(std::string_view allow) {
 
 }  // namespace
 
-api::api(actors::hub_registry& hubs, persistence::store& store, const config& cfg)
-    : hubs_(hubs), store_(store), cfg_(cfg) {}
+api::api(actors::hub_registry& hubs, actors::watch_manager_actor watches, persistence::store& store,
+         const config& cfg)
+    : hubs_(hubs), watches_(std::move(watches)), store_(store), cfg_(cfg) {}
 
 route_result api::handle(const http_request& req, responder respond) {
   std::string_view path = req.path;
@@ -40,6 +41,16 @@ route_result api::handle(const http_request& req, responder respond) {
   if (auto name = segment_between(path, "/v1/streams/", ""); !name.empty()) {
     if (get) return {get_stream(std::string(name)), {}};
     return {method_not_allowed("GET"), {}};
+  }
+  if (path == "/v1/watches" || path == "/v1/watches/") {
+    if (req.method == "POST") return start_watch(req, std::move(respond));
+    if (get) return list_watches(std::nullopt, std::move(respond));
+    return {method_not_allowed("GET, POST"), {}};
+  }
+  if (auto name = segment_between(path, "/v1/watches/", ""); !name.empty()) {
+    if (get) return list_watches(std::string(name), std::move(respond));
+    if (req.method == "DELETE") return stop_watch(std::string(name), std::move(respond));
+    return {method_not_allowed("GET, DELETE"), {}};
   }
   if (path == "/v1/sse") {
     if (req.method == "GET") return open_sse(req);

@@ -9,6 +9,7 @@
 #include <optional>
 
 #include "actors/hub_registry.hpp"
+#include "actors/watch_actors.hpp"
 #include "broker/config.hpp"
 #include "broker/http_types.hpp"
 #include "persistence/store.hpp"
@@ -26,7 +27,8 @@ struct route_result {
 
 class api {
  public:
-  api(actors::hub_registry& hubs, persistence::store& store, const config& cfg);
+  api(actors::hub_registry& hubs, actors::watch_manager_actor watches, persistence::store& store,
+      const config& cfg);
 
   route_result handle(const http_request& req, responder respond);
 
@@ -39,8 +41,13 @@ class api {
   http_response list_streams();
   http_response get_stream(const std::string& stream);
   route_result open_sse(const http_request& req);
+  route_result start_watch(const http_request& req, responder respond);
+  // All of the tenant's watches, or the one named.
+  route_result list_watches(std::optional<std::string> name, responder respond);
+  route_result stop_watch(const std::string& name, responder respond);
 
   actors::hub_registry& hubs_;
+  actors::watch_manager_actor watches_;
   persistence::store& store_;
   const config& cfg_;
   std::atomic<bool> draining_{false};

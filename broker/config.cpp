@@ -93,6 +93,20 @@ const std::map<std::string, setter>& setters() {
       {"drain-ms",
        number<std::int64_t>(0, 600'000,
                             [](config& c, std::int64_t v) { c.drain = std::chrono::milliseconds(v); })},
+      {"max-watches", number<std::size_t>(
+                          0, 10'000, [](config& c, std::size_t v) { c.watches.max_watches_per_tenant = v; })},
+      {"filter-budget-ms", number<std::int64_t>(1, 60'000,
+                                                [](config& c, std::int64_t v) {
+                                                  c.watches.filter.budget = std::chrono::milliseconds(v);
+                                                })},
+      {"filter-max-instructions",
+       number<std::uint64_t>(1000, 100'000'000'000ULL,
+                             [](config& c, std::uint64_t v) { c.watches.filter.max_instructions = v; })},
+      {"filter-memory-mb",
+       number<std::size_t>(1, 4096,
+                           [](config& c, std::size_t v) { c.watches.filter.max_memory_bytes = v << 20; })},
+      {"watch-queue-frames",
+       number<std::size_t>(1, 1'000'000, [](config& c, std::size_t v) { c.watches.max_queued_frames = v; })},
       {"verbose",
        [](config& c, const std::string& v) -> std::
                                                optional<std::string> {
@@ -149,7 +163,9 @@ std::string usage() {
          "                [--retention-age-ms MS] [--heartbeat-ms MS] [--queue-frames N]\n"
          "                [--queue-bytes N] [--ring-events N] [--max-body-bytes N]\n"
          "                [--max-header-bytes N] [--io-threads N] [--drain-ms MS]\n"
-         "                [--coalesce-us US] [--max-unknown-streams N] [--verbose]\n";
+         "                [--coalesce-us US] [--max-unknown-streams N] [--max-watches N]\n"
+         "                [--filter-budget-ms MS] [--filter-max-instructions N]\n"
+         "                [--filter-memory-mb MB] [--watch-queue-frames N] [--verbose]\n";
 }
 
 parse_outcome parse_config(const std::vector<std::string>& args) {

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "actors/watch_types.hpp"
 #include "core/retention.hpp"
 #include "persistence/store.hpp"
 #include "relay/sse_options.hpp"
@@ -33,6 +34,8 @@ struct config {
   // docs/performance.md: on 2 cores one I/O thread delivers 1.3-1.5x more.
   std::size_t io_threads = default_io_threads();
   std::chrono::milliseconds drain{5000};
+  // Watches: per-tenant count, filter budgets (ADR 0005's limits table).
+  actors::watch_limits watches;
   bool verbose = false;
 };
 

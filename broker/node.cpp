@@ -6,6 +6,7 @@
 #include <mutex>
 
 #include "actors/hub_registry.hpp"
+#include "actors/watch_manager.hpp"
 #include "broker/api.hpp"
 #include "broker/http_server.hpp"
 #include "logging/log.hpp"
@@ -76,7 +77,15 @@ int run_node(const config& cfg) {
       shards.push_back(std::make_shared<relay::io_shard>(i, hubs));
       shards.back()->on_idle([&waiter] { waiter.notify(); });
     }
-    api routes(hubs, *store, cfg);
+    actors::watch_manager_config watch_cfg;
+    watch_cfg.store = store.get();
+    watch_cfg.committer = &committer;
+    watch_cfg.hubs = &hubs;
+    watch_cfg.limits = cfg.watches;
+    auto watches = system.spawn(actors::watch_manager, watch_cfg);
+    caf::anon_send(watches, actors::restore_atom::value);
+
+    api routes(hubs, watches, *store, cfg);
     http_server server(shards, routes, {cfg.max_header_bytes, cfg.max_body_bytes, std::chrono::seconds(60)},
                        cfg.sse);
     if (auto err = server.listen(cfg.listen_host, cfg.listen_port)) {
@@ -108,7 +117,14 @@ int run_node(const config& cfg) {
     if (!waiter.wait(cfg.drain, [&] { return sessions_left() == 0; }))
       logging::warn("node.drain_timeout", {{"sessions", static_cast<std::uint64_t>(sessions_left())}});
 
-    // Everything accepted is written before the hubs go away.
+    // Watches end first (without flushing: their stored positions let the
+    // next start redo whatever was pending), then everything accepted is
+    // written before the hubs go away.
+    {
+      caf::scoped_actor self{system};
+      self->send(watches, actors::shutdown_atom::value);
+      self->wait_for(watches);
+    }
     committer.stop();
     for (auto& h : hubs.all()) caf::anon_send_exit(h, caf::exit_reason::user_shutdown);
     system.await_all_actors_done();

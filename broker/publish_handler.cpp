@@ -4,7 +4,9 @@
 #include <nlohmann/json.hpp>
 #include <string_view>
 
+#include "actors/watch_manager.hpp"
 #include "broker/api.hpp"
+#include "broker/json_body.hpp"
 #include "core/json_text.hpp"
 #include "core/stream_name.hpp"
 
@@ -14,9 +16,6 @@ namespace {
 using json = nlohmann::json;
 
 constexpr std::size_t max_batch = 1000;
-// Serializing JSON recurses once per level; a 100 000-deep document would
-// overflow the stack. Real documents stay far below this.
-constexpr std::size_t max_nesting = 128;
 constexpr std::size_t max_idempotency_key = 200;
 
 // Turns one JSON value into an event, or says what is wrong with it.
@@ -41,43 +40,6 @@ std::optional<std::string> to_event(const json& j, core::event& out) {
   return std::nullopt;
 }
 
-// True when no array or object in `text` nests deeper than `limit`. A plain
-// scan (strings skipped), so it runs before any recursive parser sees the text.
-bool nesting_within(std::string_view text, std::size_t limit) {
-  std::size_t depth = 0;
-  bool in_string = false, escaped = false;
-  for (char c : text) {
-    if (in_string) {
-      if (escaped)
-        escaped = false;
-      else if (c == '\\')
-        escaped = true;
-      else if (c == '"')
-        in_string = false;
-    } else if (c == '"') {
-      in_string = true;
-    } else if (c == '[' || c == '{') {
-      if (++depth > limit) return false;
-    } else if ((c == ']' || c == '}') && depth > 0) {
-      --depth;
-    }
-  }
-  return true;
-}
-
-// application/json, any +json type, or curl -d's default form type (whose
-// body is still our JSON). Media types are case-insensitive; parameters such
-// as charset are ignored.
-bool acceptable_content_type(std::string_view value) {
-  auto type = value.substr(0, value.find(';'));
-  while (!type.empty() && (type.back() == ' ' || type.back() == '\t')) type.remove_suffix(1);
-  while (!type.empty() && (type.front() == ' ' || type.front() == '\t')) type.remove_prefix(1);
-  std::string lower(type);
-  for (auto& ch : lower) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
-  return lower == "application/json" || lower == "application/x-www-form-urlencoded" ||
-         (lower.starts_with("application/") && lower.ends_with("+json"));
-}
-
 bool valid_idempotency_key(const std::string& key) {
   if (key.empty() || key.size() > max_idempotency_key) return false;
   for (unsigned char c : key)
@@ -98,13 +60,17 @@ std::string cursors_body(const std::vector<core::cursor>& cursors, bool single) 
 }  // namespace
 
 route_result api::publish(const std::string& stream, const http_request& req, responder respond) {
+  if (core::readable_stream_name(stream) && !core::valid_stream_name(stream))
+    return {error_response(
+                400, "the stream '" + stream + "' carries a watch's notices; only the watch publishes there"),
+            {}};
   if (!core::valid_stream_name(stream))
     return {error_response(400, "bad stream name '" + stream +
                                     "': use 1 to 128 of a-z 0-9 . _ -, starting with a letter or digit"),
             {}};
+  if (stream == actors::watch_events_stream)
+    return {error_response(400, "the stream '" + stream + "' is reserved for watch lifecycle notices"), {}};
   if (draining_) return {error_response(503, "the node is draining; publish to another node or retry"), {}};
-  if (auto* ct = req.header("content-type"); ct && !acceptable_content_type(*ct))
-    return {error_response(415, "Content-Type must be application/json"), {}};
 
   std::string idempotency_key;
   if (auto* key = req.header("idempotency-key")) {
@@ -113,14 +79,8 @@ route_result api::publish(const std::string& stream, const http_request& req, re
     idempotency_key = *key;
   }
 
-  if (!nesting_within(req.body, max_nesting))
-    return {error_response(400, "JSON nests deeper than " + std::to_string(max_nesting) + " levels"), {}};
   json body;
-  try {
-    body = json::parse(req.body);
-  } catch (const json::exception& e) {
-    return {error_response(400, std::string("malformed JSON: ") + e.what()), {}};
-  }
+  if (auto bad = parse_json_body(req, body)) return {std::move(*bad), {}};
   auto request = std::make_shared<actors::publish_request>();
   const bool single = !body.is_array();
   try {

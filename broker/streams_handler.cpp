@@ -54,7 +54,7 @@ http_response api::list_streams() {
 }
 
 http_response api::get_stream(const std::string& stream) {
-  if (!core::valid_stream_name(stream)) return error_response(400, "bad stream name '" + stream + "'");
+  if (!core::readable_stream_name(stream)) return error_response(400, "bad stream name '" + stream + "'");
   std::optional<persistence::stream_meta> meta;
   if (auto s = store_.get_stream("default", stream, &meta); !s.ok()) return storage_error(s);
   if (!meta) return error_response(404, "no stream named '" + stream + "'");
@@ -62,7 +62,7 @@ http_response api::get_stream(const std::string& stream) {
 }
 
 http_response api::history(const std::string& stream, const http_request& req) {
-  if (!core::valid_stream_name(stream)) return error_response(400, "bad stream name '" + stream + "'");
+  if (!core::readable_stream_name(stream)) return error_response(400, "bad stream name '" + stream + "'");
   std::uint64_t limit = 100;
   if (auto* l = req.query_one("limit")) {
     auto [p, ec] = std::from_chars(l->data(), l->data() + l->size(), limit);

@@ -6,6 +6,10 @@ find_package(Protobuf 3.21 REQUIRED)
 find_package(RocksDB CONFIG REQUIRED)
 find_package(nlohmann_json REQUIRED)
 find_package(yaml-cpp REQUIRED)
+# Lua built as C++: a Lua error unwinds C++ frames with an exception instead
+# of a longjmp that would skip their destructors.
+find_package(PkgConfig REQUIRED)
+pkg_check_modules(LUA REQUIRED IMPORTED_TARGET lua5.4-c++)
 
 # CAF 0.17 ships no CMake package: define imported targets by hand.
 find_path(CAF_INCLUDE_DIR caf/all.hpp REQUIRED)

@@ -13,15 +13,6 @@ bool name_char(char ch) {
   return name_start(ch) || ch == '.' || ch == '_' || ch == '-';
 }
 
-// Watch notices go to "watch:<name>" (DESIGN.md), a name publishers cannot
-// use but subscribers may select.
-constexpr std::string_view watch_stream_prefix = "watch:";
-
-bool selectable_stream(std::string_view name) {
-  if (name.starts_with(watch_stream_prefix)) name.remove_prefix(watch_stream_prefix.size());
-  return valid_stream_name(name);
-}
-
 }  // namespace
 
 bool valid_stream_name(std::string_view name) {
@@ -29,6 +20,14 @@ bool valid_stream_name(std::string_view name) {
   for (char ch : name)
     if (!name_char(ch)) return false;
   return true;
+}
+
+// Watch notices go to "watch:<name>" (DESIGN.md), a name publishers cannot
+// use but readers may.
+bool readable_stream_name(std::string_view name) {
+  constexpr std::string_view watch_stream_prefix = "watch:";
+  if (name.starts_with(watch_stream_prefix)) name.remove_prefix(watch_stream_prefix.size());
+  return valid_stream_name(name);
 }
 
 std::optional<stream_selector> parse_stream_selector(std::string_view text) {
@@ -41,7 +40,7 @@ std::optional<stream_selector> parse_stream_selector(std::string_view text) {
     out.prefix = std::string(text.substr(split + 1));
     if (check_event_path(out.prefix)) return std::nullopt;
   }
-  if (!selectable_stream(out.stream)) return std::nullopt;
+  if (!readable_stream_name(out.stream)) return std::nullopt;
   return out;
 }
 

@@ -8,6 +8,9 @@ namespace tidings::core {
 
 // [a-z0-9][a-z0-9._-]{0,127}
 bool valid_stream_name(std::string_view name);
+// A valid name, or "watch:" and a valid name (a watch's notices): readable,
+// not publishable.
+bool readable_stream_name(std::string_view name);
 
 // One `stream=` parameter of the SSE route: NAME, or NAME:PREFIX where PREFIX
 // starts with '/'. The split is at the first ":/" so later stream names that

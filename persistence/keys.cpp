@@ -49,4 +49,18 @@ std::string idempotency_key(std::uint64_t stream_id, std::string_view key) {
   return out;
 }
 
+std::string watch_cursor_key(std::string_view tenant, std::string_view watch, std::string_view stream) {
+  auto key = stream_key(tenant, watch);
+  key += '\0';
+  key.append(stream);
+  return key;
+}
+
+std::string watch_snapshot_key(std::string_view tenant, std::string_view watch) {
+  std::string key = "watch";
+  key += '\0';
+  key += stream_key(tenant, watch);
+  return key;
+}
+
 }  // namespace tidings::persistence

@@ -31,4 +31,11 @@ inline constexpr std::size_t event_key_size = 16;
 // idempotency family: be64(stream id) followed by the client's key.
 std::string idempotency_key(std::uint64_t stream_id, std::string_view key);
 
+// watches family: tenant '\0' watch name (as stream_key).
+// cursors family: tenant '\0' watch name '\0' stream; a watch's cursors share
+// the prefix tenant '\0' name '\0'.
+std::string watch_cursor_key(std::string_view tenant, std::string_view watch, std::string_view stream);
+// snapshots family: "watch" '\0' tenant '\0' name. Sources (later) use their own prefix.
+std::string watch_snapshot_key(std::string_view tenant, std::string_view watch);
+
 }  // namespace tidings::persistence

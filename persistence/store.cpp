@@ -23,8 +23,19 @@ namespace {
 
 // Index of each family in store::families_; any other family found on disk
 // (added by a later version) is opened after these so a reopen never fails.
-enum family : std::size_t { default_cf, streams_cf, events_cf, idempotency_cf, meta_cf, known_families };
-const char* const family_names[known_families] = {"default", "streams", "events", "idempotency", "meta"};
+enum family : std::size_t {
+  default_cf,
+  streams_cf,
+  events_cf,
+  idempotency_cf,
+  meta_cf,
+  watches_cf,
+  cursors_cf,
+  snapshots_cf,
+  known_families
+};
+const char* const family_names[known_families] = {"default", "streams", "events",  "idempotency",
+                                                  "meta",    "watches", "cursors", "snapshots"};
 
 constexpr std::string_view schema_version_key = "schema_version";
 constexpr std::string_view schema_version = "1";
@@ -120,6 +131,77 @@ bool parse(std::string_view bytes, idempotency_record* out) {
   out->count = p.count();
   out->time_ms = p.time_ms();
   return true;
+}
+
+template <class Message>
+bool parse_message(std::string_view bytes, Message* p) {
+  return bytes.size() <= static_cast<std::size_t>(std::numeric_limits<int>::max()) &&
+         p->ParseFromArray(bytes.data(), static_cast<int>(bytes.size()));
+}
+
+std::string serialize(const watch_spec& w) {
+  proto::WatchSpec p;
+  p.set_uri(w.uri);
+  p.set_has_on_event(w.on_event.has_value());
+  if (w.on_event) p.set_on_event(*w.on_event);
+  p.set_debounce_ms(w.debounce_ms);
+  p.set_max_wait_ms(w.max_wait_ms);
+  p.set_created_ms(w.created_ms);
+  return p.SerializeAsString();
+}
+
+bool parse(std::string_view bytes, watch_id id, watch_spec* out) {
+  proto::WatchSpec p;
+  if (!parse_message(bytes, &p)) return false;
+  out->id = std::move(id);
+  out->uri = p.uri();
+  if (p.has_on_event())
+    out->on_event.emplace(p.on_event());
+  else
+    out->on_event.reset();
+  out->debounce_ms = p.debounce_ms();
+  out->max_wait_ms = p.max_wait_ms();
+  out->created_ms = p.created_ms();
+  return true;
+}
+
+std::string serialize_snapshot(const watch_progress& w) {
+  proto::WatchSnapshot p;
+  for (const auto& state : w.paths) {
+    auto* ps = p.add_paths();
+    ps->set_path(state.path);
+    ps->set_shape(state.shape);
+    ps->set_state_json(state.state_json);
+    ps->set_has_last_seq(state.last_seq.has_value());
+    if (state.last_seq) ps->set_last_seq(*state.last_seq);
+  }
+  return p.SerializeAsString();
+}
+
+bool parse_snapshot(std::string_view bytes, std::vector<path_state>* out) {
+  proto::WatchSnapshot p;
+  if (!parse_message(bytes, &p)) return false;
+  out->clear();
+  for (const auto& ps : p.paths()) {
+    path_state state{ps.path(), ps.shape(), ps.state_json(), std::nullopt};
+    if (ps.has_last_seq()) state.last_seq = ps.last_seq();
+    out->push_back(std::move(state));
+  }
+  return true;
+}
+
+std::string serialize(const core::cursor& c) {
+  proto::ConsumerCursor p;
+  p.set_epoch(c.epoch);
+  p.set_seq(c.seq);
+  return p.SerializeAsString();
+}
+
+// The smallest key greater than every key starting with `prefix`, for a
+// range delete. Our prefixes end in '\0', so incrementing the last byte works.
+std::string prefix_end(std::string prefix) {
+  prefix.back() = static_cast<char>(static_cast<unsigned char>(prefix.back()) + 1);
+  return prefix;
 }
 
 }  // namespace
@@ -288,6 +370,63 @@ status store::read_events(std::uint64_t stream_id, std::uint64_t after_seq, std:
   return from(it->status(), "scan events");
 }
 
+status store::read_events_backward(std::uint64_t stream_id, std::uint64_t up_to_seq, std::size_t max,
+                                   std::vector<stored_event>* out) {
+  out->clear();
+  if (max == 0 || up_to_seq == 0) return {};
+  std::string prefix = event_key_prefix(stream_id);
+  std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(rocksdb::ReadOptions(), families_[events_cf]));
+  for (it->SeekForPrev(event_key(stream_id, up_to_seq)); it->Valid() && out->size() < max; it->Prev()) {
+    auto key = it->key().ToStringView();
+    if (key.size() != event_key_size || !key.starts_with(prefix)) break;
+    stored_event ev;
+    ev.seq = read_be64(key.substr(8));
+    if (!parse(it->value().ToStringView(), &ev.ev))
+      return status::error("corrupt event " + std::to_string(ev.seq) + " of stream id " +
+                           std::to_string(stream_id));
+    out->push_back(std::move(ev));
+  }
+  return from(it->status(), "scan events backward");
+}
+
+status store::load_watches(std::vector<watch_spec>* out) {
+  out->clear();
+  std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(rocksdb::ReadOptions(), families_[watches_cf]));
+  for (it->SeekToFirst(); it->Valid(); it->Next()) {
+    auto parts = parse_stream_key(it->key().ToStringView());
+    watch_spec spec;
+    if (!parts ||
+        !parse(it->value().ToStringView(), {std::move(parts->tenant), std::move(parts->name)}, &spec))
+      return status::error("corrupt watch record in the watches family");
+    out->push_back(std::move(spec));
+  }
+  return from(it->status(), "scan watches");
+}
+
+status store::get_watch_progress(const watch_id& id, const std::string& stream,
+                                 std::optional<watch_progress>* out) {
+  out->reset();
+  std::string value;
+  auto got = db_->Get(rocksdb::ReadOptions(), families_[cursors_cf],
+                      watch_cursor_key(id.tenant, id.name, stream), &value);
+  if (got.IsNotFound()) return {};
+  if (!got.ok()) return from(got, "read the cursor of watch " + id.name);
+  proto::ConsumerCursor c;
+  if (!parse_message(value, &c)) return status::error("corrupt cursor of watch " + id.name);
+  watch_progress progress;
+  progress.stream = stream;
+  progress.cursor = {c.epoch(), c.seq()};
+  got = db_->Get(rocksdb::ReadOptions(), families_[snapshots_cf], watch_snapshot_key(id.tenant, id.name),
+                 &value);
+  if (got.ok()) {
+    if (!parse_snapshot(value, &progress.paths)) return status::error("corrupt snapshot of watch " + id.name);
+  } else if (!got.IsNotFound()) {
+    return from(got, "read the snapshot of watch " + id.name);
+  }
+  *out = std::move(progress);
+  return {};
+}
+
 status store::get_idempotency(std::uint64_t stream_id, const std::string& key,
                               std::optional<idempotency_record>* out) {
   out->reset();
@@ -303,6 +442,21 @@ status store::get_idempotency(std::uint64_t stream_id, const std::string& key,
 }
 
 void store::add_to_batch(const write_set& ws, rocksdb::WriteBatch& batch) const {
+  // Deletes first: a replaced watch is deleted and put again in one set.
+  for (const auto& id : ws.watch_deletes) {
+    must(batch.Delete(families_[watches_cf], stream_key(id.tenant, id.name)));
+    auto cursors = watch_cursor_key(id.tenant, id.name, "");
+    must(batch.DeleteRange(families_[cursors_cf], cursors, prefix_end(cursors)));
+    must(batch.Delete(families_[snapshots_cf], watch_snapshot_key(id.tenant, id.name)));
+  }
+  for (const auto& spec : ws.watch_puts)
+    must(batch.Put(families_[watches_cf], stream_key(spec.id.tenant, spec.id.name), serialize(spec)));
+  for (const auto& [id, progress] : ws.progress_puts) {
+    must(batch.Put(families_[cursors_cf], watch_cursor_key(id.tenant, id.name, progress.stream),
+                   serialize(progress.cursor)));
+    must(batch.Put(families_[snapshots_cf], watch_snapshot_key(id.tenant, id.name),
+                   serialize_snapshot(progress)));
+  }
   if (ws.meta)
     must(batch.Put(families_[streams_cf], stream_key(ws.meta->tenant, ws.meta->name), serialize(*ws.meta)));
   for (const auto& ev : ws.events)

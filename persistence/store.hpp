@@ -12,6 +12,7 @@
 
 #include "core/event.hpp"
 #include "persistence/status.hpp"
+#include "persistence/watch_records.hpp"
 
 namespace rocksdb {
 class DB;
@@ -60,6 +61,11 @@ struct write_set {
   std::vector<stored_event> events;  // appended under stream_id
   std::uint64_t trim_before = 0;     // if > 0: delete events [0, trim_before) of stream_id
   std::vector<std::pair<std::string, idempotency_record>> idempotency;  // key -> record
+  // Watch records ride in the same batch, so a notice and the cursor it
+  // covers commit together (or not at all).
+  std::vector<watch_spec> watch_puts;
+  std::vector<watch_id> watch_deletes;  // spec, cursors and snapshot
+  std::vector<std::pair<watch_id, watch_progress>> progress_puts;
 };
 
 class store {
@@ -83,6 +89,15 @@ class store {
   // any seq > up_to_seq.
   status read_events(std::uint64_t stream_id, std::uint64_t after_seq, std::uint64_t up_to_seq,
                      std::size_t max, std::vector<stored_event>* out);
+
+  // Up to `max` events with seq <= up_to_seq, newest first.
+  status read_events_backward(std::uint64_t stream_id, std::uint64_t up_to_seq, std::size_t max,
+                              std::vector<stored_event>* out);
+
+  status load_watches(std::vector<watch_spec>* out);
+  // The progress of a watch on `stream`; nullopt when none was committed.
+  status get_watch_progress(const watch_id& id, const std::string& stream,
+                            std::optional<watch_progress>* out);
 
   status get_idempotency(std::uint64_t stream_id, const std::string& key,
                          std::optional<idempotency_record>* out);

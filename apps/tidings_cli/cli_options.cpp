@@ -1,16 +1,29 @@
 #include "apps/tidings_cli/cli_options.hpp"
 
 #include <charconv>
+#include <string_view>
+#include <utility>
 
 namespace tidings::cli {
 
 const char* const usage_text =
     "usage: tidings [--server HOST:PORT] publish STREAM [JSON] [--idempotency-key KEY]\n"
     "       tidings [--server HOST:PORT] watch STREAM[:PREFIX]... [--since ID] [--once] [--count N]\n"
+    "       tidings [--server HOST:PORT] watch-start NAME URI [--on-event FILE] [--debounce-ms MS]\n"
+    "                                    [--max-wait-ms MS]\n"
+    "       tidings [--server HOST:PORT] watch-list [--json]\n"
+    "       tidings [--server HOST:PORT] watch-stop NAME\n"
     "\n"
-    "publish  POSTs JSON (one event or an array; stdin when absent) and prints the cursors.\n"
-    "watch    follows the streams over SSE and prints one line per event:\n"
-    "         cursor<TAB>stream<TAB>path<TAB>type<TAB>data\n"
+    "publish      POSTs JSON (one event or an array; stdin when absent) and prints the cursors.\n"
+    "watch        follows the streams over SSE and prints one line per event:\n"
+    "             cursor<TAB>stream<TAB>path<TAB>type<TAB>data\n"
+    "             except a watch's notice (stream watch:NAME, type NOTICE), which prints as\n"
+    "             cursor<TAB>stream<TAB>first line, then each further line indented two spaces.\n"
+    "watch-start  starts the watch NAME on URI (stream://STREAM[/PREFIX]), or replaces the one of\n"
+    "             that name; --on-event names a file of Lua filter source (\"-\": stdin). Its\n"
+    "             notices go to the stream watch:NAME.\n"
+    "watch-list   prints the node's watches as a table; --json prints the server's JSON array.\n"
+    "watch-stop   stops the watch NAME.\n"
     "The server defaults to $TIDINGS_SERVER, else 127.0.0.1:8080.\n";
 
 namespace {
@@ -33,12 +46,33 @@ std::uint64_t count_or_usage(const std::string& text) {
   return value;
 }
 
+// A whole number of milliseconds; the server owns the upper bound.
+std::int64_t millis_or_usage(const std::string& flag, const std::string& text) {
+  std::int64_t value = 0;
+  const auto* end = text.data() + text.size();
+  const auto [ptr, ec] = std::from_chars(text.data(), end, value);
+  if (ec != std::errc() || ptr != end || value < 0) {
+    throw usage_error(flag + " wants a whole number of milliseconds, got '" + text + "'");
+  }
+  return value;
+}
+
+// The command an option belongs to; --server and --help belong to every one.
+std::string_view owner_of(std::string_view flag) {
+  if (flag == "--since" || flag == "--count" || flag == "--once") return "watch";
+  if (flag == "--idempotency-key") return "publish";
+  if (flag == "--on-event" || flag == "--debounce-ms" || flag == "--max-wait-ms") return "watch-start";
+  if (flag == "--json") return "watch-list";
+  return {};
+}
+
 }  // namespace
 
 cli_options parse_cli(const std::vector<std::string>& args, const char* env_server) {
   cli_options out;
   std::optional<std::string> server_flag;
   std::vector<std::string> positional;
+  std::vector<std::pair<std::string, std::string_view>> command_flags;  // option, its command
 
   for (std::size_t i = 0; i < args.size(); ++i) {
     std::string arg = args[i];
@@ -49,6 +83,7 @@ cli_options parse_cli(const std::vector<std::string>& args, const char* env_serv
         arg.resize(eq);
       }
     }
+    if (const auto owner = owner_of(arg); !owner.empty()) command_flags.emplace_back(arg, owner);
     auto value = [&]() -> std::string {
       if (inline_value) return *inline_value;
       if (i + 1 >= args.size()) throw usage_error(arg + " needs a value");
@@ -72,6 +107,15 @@ cli_options parse_cli(const std::vector<std::string>& args, const char* env_serv
       out.watch.once = true;
     } else if (arg == "--idempotency-key") {
       out.publish.idempotency_key = value();
+    } else if (arg == "--on-event") {
+      out.watch_start.on_event_file = value();
+    } else if (arg == "--debounce-ms") {
+      out.watch_start.debounce_ms = millis_or_usage(arg, value());
+    } else if (arg == "--max-wait-ms") {
+      out.watch_start.max_wait_ms = millis_or_usage(arg, value());
+    } else if (arg == "--json") {
+      no_value();
+      out.watch_list.json = true;
     } else if (arg.size() > 1 && arg[0] == '-' && arg != "-") {
       throw usage_error("unknown option " + arg);
     } else {
@@ -85,23 +129,33 @@ cli_options parse_cli(const std::vector<std::string>& args, const char* env_serv
     out.server = endpoint_or_usage(env_server);
   }
 
-  if (positional.empty()) throw usage_error("missing command (publish or watch)");
+  if (positional.empty()) {
+    throw usage_error("missing command (publish, watch, watch-start, watch-list or watch-stop)");
+  }
   out.command = positional.front();
   const std::vector<std::string> rest(positional.begin() + 1, positional.end());
 
   if (out.command == "publish") {
     if (rest.empty() || rest.size() > 2) throw usage_error("publish wants STREAM [JSON]");
-    if (out.watch.since || out.watch.count || out.watch.once) {
-      throw usage_error("--since, --count and --once belong to watch");
-    }
     out.publish.stream = rest[0];
     if (rest.size() == 2 && rest[1] != "-") out.publish.json = rest[1];
   } else if (out.command == "watch") {
     if (rest.empty()) throw usage_error("watch wants at least one STREAM[:PREFIX]");
-    if (out.publish.idempotency_key) throw usage_error("--idempotency-key belongs to publish");
     out.watch.streams = rest;
+  } else if (out.command == "watch-start") {
+    if (rest.size() != 2) throw usage_error("watch-start wants NAME URI");
+    out.watch_start.name = rest[0];
+    out.watch_start.uri = rest[1];
+  } else if (out.command == "watch-list") {
+    if (!rest.empty()) throw usage_error("watch-list takes no arguments");
+  } else if (out.command == "watch-stop") {
+    if (rest.size() != 1) throw usage_error("watch-stop wants NAME");
+    out.watch_stop.name = rest[0];
   } else {
     throw usage_error("unknown command '" + out.command + "'");
+  }
+  for (const auto& [flag, owner] : command_flags) {
+    if (owner != out.command) throw usage_error(flag + " belongs to " + std::string(owner));
   }
   return out;
 }

@@ -31,12 +31,31 @@ struct watch_options {
   std::optional<std::uint64_t> count;
 };
 
+struct watch_start_options {
+  std::string name;
+  std::string uri;
+  std::optional<std::string> on_event_file;  // Lua source; "-" is stdin
+  std::optional<std::int64_t> debounce_ms;
+  std::optional<std::int64_t> max_wait_ms;
+};
+
+struct watch_list_options {
+  bool json = false;  // the server's JSON array as it came, not the table
+};
+
+struct watch_stop_options {
+  std::string name;
+};
+
 struct cli_options {
   client::endpoint server;
   bool help = false;
-  std::string command;  // "publish" or "watch"
+  std::string command;  // "publish", "watch", "watch-start", "watch-list" or "watch-stop"
   publish_options publish;
   watch_options watch;
+  watch_start_options watch_start;
+  watch_list_options watch_list;
+  watch_stop_options watch_stop;
 };
 
 // `env_server` is $TIDINGS_SERVER (nullptr when unset); --server wins over it.

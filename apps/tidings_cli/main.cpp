@@ -1,4 +1,4 @@
-// `tidings`: publish to and watch a Tidings node from the shell.
+// `tidings`: publish to and watch a Tidings node, and manage its watches, from the shell.
 // Exit codes: 0 success, 1 the server or the network failed us, 2 usage.
 
 #include <cstdlib>
@@ -8,6 +8,7 @@
 
 #include "apps/tidings_cli/cli_options.hpp"
 #include "apps/tidings_cli/publish_command.hpp"
+#include "apps/tidings_cli/watch_admin_command.hpp"
 #include "apps/tidings_cli/watch_command.hpp"
 
 int main(int argc, char** argv) {
@@ -25,5 +26,8 @@ int main(int argc, char** argv) {
     return 0;
   }
   if (opts.command == "publish") return run_publish(opts.server, opts.publish);
+  if (opts.command == "watch-start") return run_watch_start(opts.server, opts.watch_start);
+  if (opts.command == "watch-list") return run_watch_list(opts.server, opts.watch_list);
+  if (opts.command == "watch-stop") return run_watch_stop(opts.server, opts.watch_stop);
   return run_watch(opts.server, opts.watch);
 }

@@ -4,7 +4,7 @@
 
 namespace tidings::cli {
 
-// Follows the streams over SSE, printing one line per data event and
+// Follows the streams over SSE, printing each data event (see event_line) and
 // reconnecting (resuming by Last-Event-ID) until --count or --once says stop.
 // Returns the process exit code.
 int run_watch(const client::endpoint& server, const watch_options& opts);

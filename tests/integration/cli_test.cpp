@@ -11,14 +11,11 @@
 
 #include "client/http_client.hpp"
 #include "core/cursor.hpp"
+#include "tests/integration/cli_invocation.hpp"
 #include "tests/support/command_run.hpp"
 #include "tests/support/publishing.hpp"
 #include "tests/support/sse_reading.hpp"
 #include "tests/support/tidingsd_process.hpp"
-
-#ifndef TIDINGS_CLI_PATH
-#error "TIDINGS_CLI_PATH must name the tidings binary (set by tests/integration/CMakeLists.txt)"
-#endif
 
 namespace {
 
@@ -26,27 +23,6 @@ using namespace std::chrono_literals;
 using namespace tidings;
 using namespace tidings::testing;
 using nlohmann::json;
-
-constexpr auto command_timeout = 20s;
-
-std::string server_arg(const client::endpoint& ep) {
-  return ep.host + ":" + std::to_string(ep.port);
-}
-
-// `tidings --server HOST:PORT args...`
-std::vector<std::string> cli(const client::endpoint& ep, std::vector<std::string> args) {
-  std::vector<std::string> argv{TIDINGS_CLI_PATH, "--server", server_arg(ep)};
-  for (auto& a : args) argv.push_back(std::move(a));
-  return argv;
-}
-
-// The output split at '\n'; a last line without '\n' counts too.
-std::vector<std::string> lines_of(const std::string& text) {
-  std::vector<std::string> out;
-  std::istringstream in(text);
-  for (std::string line; std::getline(in, line);) out.push_back(line);
-  return out;
-}
 
 // What watch prints for an event: cursor, stream, path, type, compact data.
 std::string watch_line(const std::string& cursor, const std::string& stream, const std::string& path,

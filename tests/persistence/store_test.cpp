@@ -11,31 +11,16 @@
 #include <catch2/catch.hpp>
 
 #include "persistence/group_commit.hpp"
+#include "store_access.hpp"
 #include "temp_dir.hpp"
 
 using namespace tidings;
 using namespace tidings::persistence;
+using tidings::persistence::testing::commit;
+using tidings::persistence::testing::open_store;
 using tidings::persistence::testing::temp_dir;
 
 namespace {
-
-std::unique_ptr<store> open_store(const std::string& dir, durability d = durability::sync) {
-  std::unique_ptr<store> db;
-  auto s = store::open(dir, d, &db);
-  INFO(s.message());
-  REQUIRE(s.ok());
-  REQUIRE(db);
-  return db;
-}
-
-// Submits through a committer and waits (bounded) for the callback.
-status commit(group_committer& gc, write_set ws) {
-  auto done = std::make_shared<std::promise<status>>();
-  auto result = done->get_future();
-  gc.submit(std::move(ws), [done](const status& s) { done->set_value(s); });
-  REQUIRE(result.wait_for(std::chrono::seconds(10)) == std::future_status::ready);
-  return result.get();
-}
 
 stored_event make_event(std::uint64_t seq) {
   stored_event e;
@@ -191,7 +176,8 @@ TEST_CASE("the database has every family and a schema version", "[store]") {
   { open_store(tmp.db()); }
   std::vector<std::string> families;
   REQUIRE(rocksdb::DB::ListColumnFamilies(rocksdb::DBOptions(), tmp.db(), &families).ok());
-  for (const char* name : {"default", "streams", "events", "idempotency", "meta"})
+  for (const char* name :
+       {"default", "streams", "events", "idempotency", "meta", "watches", "cursors", "snapshots"})
     CHECK(std::find(families.begin(), families.end(), name) != families.end());
 
   std::vector<rocksdb::ColumnFamilyDescriptor> descriptors;
@@ -221,7 +207,7 @@ TEST_CASE("a family unknown to this version does not stop a reopen", "[store]") 
     REQUIRE(rocksdb::DB::Open(rocksdb::DBOptions(), tmp.db(), descriptors, &handles, &raw).ok());
     std::unique_ptr<rocksdb::DB> db(raw);
     rocksdb::ColumnFamilyHandle* extra = nullptr;
-    REQUIRE(db->CreateColumnFamily(rocksdb::ColumnFamilyOptions(), "watches", &extra).ok());
+    REQUIRE(db->CreateColumnFamily(rocksdb::ColumnFamilyOptions(), "from_a_later_version", &extra).ok());
     handles.push_back(extra);
     for (auto* h : handles) CHECK(db->DestroyColumnFamilyHandle(h).ok());
   }

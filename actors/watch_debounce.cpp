@@ -1,0 +1,156 @@
+#include "actors/watch_debounce.hpp"
+
+#include "core/json_text.hpp"
+#include "logging/log.hpp"
+
+namespace tidings::actors {
+namespace {
+
+using self_ptr = watch_debounce_actor::stateful_pointer<watch_debounce_state>;
+using clock = core::notice_batcher::clock;
+
+persistence::watch_progress progress_of(const watch_debounce_state& st, const watch_position& pos) {
+  persistence::watch_progress p;
+  p.stream = st.cfg.stream;
+  p.cursor = pos.cursor;
+  if (pos.paths) p.paths = *pos.paths;
+  return p;
+}
+
+void finish_if_flushed(self_ptr self) {
+  auto& st = self->state;
+  if (!st.on_flushed || st.publishes_in_flight > 0 || st.save_in_flight) return;
+  auto task = std::move(*st.on_flushed);
+  st.on_flushed.reset();
+  if (task.run) task.run();
+  self->quit();
+}
+
+// Writes the latest position when nothing else will carry it.
+void maybe_save(self_ptr self) {
+  auto& st = self->state;
+  if (st.on_flushed || !st.latest || st.latest->cursor == st.saved) return;
+  if (st.publishes_in_flight > 0 || st.save_in_flight || st.batcher.pending()) return;
+  persistence::write_set ws;
+  ws.progress_puts.emplace_back(st.cfg.id, progress_of(st, *st.latest));
+  st.save_in_flight = true;
+  st.saved = st.latest->cursor;
+  watch_debounce_actor handle = self;
+  st.cfg.committer->submit(std::move(ws), [handle](const persistence::status& s) {
+    caf::anon_send(handle, saved_atom::value, s.message());
+  });
+}
+
+void publish(self_ptr self, std::vector<std::string> lines, bool with_progress) {
+  auto& st = self->state;
+  auto id = st.next_publish++;
+  std::string text;
+  for (const auto& line : lines) {
+    if (!text.empty()) text += '\n';
+    text += line;
+  }
+  nlohmann::json data = {{"watch", st.cfg.id.name}, {"uri", st.cfg.uri}, {"lines", lines}, {"text", text}};
+  if (st.latest) data["cursor"] = core::format_cursor(st.latest->cursor);
+  core::event ev;
+  ev.path = "/notice";
+  ev.type = "NOTICE";
+  ev.data_json = data.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+
+  auto req = std::make_shared<publish_request>();
+  req->events.push_back(std::move(ev));
+  if (with_progress && st.latest) {
+    req->progress.emplace_back(st.cfg.id, progress_of(st, *st.latest));
+    st.saved = st.latest->cursor;
+  }
+  watch_debounce_actor handle = self;
+  req->reply = [handle, id](const publish_result& r) {
+    caf::anon_send(handle, published_atom::value, id,
+                   r.outcome == publish_outcome::unavailable ? (r.error.empty() ? "unavailable" : r.error)
+                                                             : std::string());
+  };
+  ++st.publishes_in_flight;
+  logging::info("watch.notice", {{"watch", st.cfg.id.name},
+                                 {"lines", static_cast<std::uint64_t>(lines.size())},
+                                 {"cursor", st.latest ? core::format_cursor(st.latest->cursor) : ""}});
+  self->send(st.cfg.notices, publish_atom::value, publish_request_ptr(std::move(req)));
+}
+
+void arm_timer(self_ptr self) {
+  auto& st = self->state;
+  auto deadline = st.batcher.deadline();
+  if (!deadline || st.timer_armed) return;
+  st.timer_armed = true;
+  auto wait = std::chrono::duration_cast<std::chrono::milliseconds>(*deadline - clock::now());
+  self->delayed_send(self, std::max(wait, std::chrono::milliseconds(0)), tick_atom::value,
+                     ++st.timer_generation);
+}
+
+void flush_due(self_ptr self) {
+  auto& st = self->state;
+  if (auto lines = st.batcher.take_due(clock::now())) {
+    publish(self, std::move(*lines), true);
+  } else {
+    arm_timer(self);  // the deadline moved on
+  }
+}
+
+void on_lines(self_ptr self, const watch_output_ptr& out) {
+  auto& st = self->state;
+  if (st.on_flushed) return;  // stopping: the watch no longer produces notices
+  st.latest = out->position;
+  auto now = clock::now();
+  for (const auto& [key, line] : out->lines) st.batcher.add(key, line, now);
+  if (st.batcher.pending()) {
+    auto deadline = st.batcher.deadline();
+    if (deadline && *deadline <= now) return flush_due(self);
+    return arm_timer(self);
+  }
+  maybe_save(self);
+}
+
+}  // namespace
+
+watch_debounce_actor::behavior_type watch_debounce(
+    watch_debounce_actor::stateful_pointer<watch_debounce_state> self, watch_debounce_config cfg) {
+  auto& st = self->state;
+  st.batcher = core::notice_batcher(cfg.policy);
+  st.cfg = std::move(cfg);
+  return {
+      [self](lines_atom, const watch_output_ptr& out) { on_lines(self, out); },
+      [self](tick_atom, std::uint64_t generation) {
+        auto& st = self->state;
+        if (generation != st.timer_generation || st.on_flushed) return;
+        st.timer_armed = false;
+        flush_due(self);
+      },
+      [self](published_atom, std::uint64_t, const std::string& error) {
+        auto& st = self->state;
+        --st.publishes_in_flight;
+        if (error.empty()) {
+          st.cfg.stats->notices.fetch_add(1, std::memory_order_relaxed);
+        } else {
+          // The position it carried is not stored; a restart redoes those events.
+          logging::error("watch.notice_failed", {{"watch", st.cfg.id.name}, {"error", error}});
+        }
+        maybe_save(self);
+        finish_if_flushed(self);
+      },
+      [self](saved_atom, const std::string& error) {
+        auto& st = self->state;
+        st.save_in_flight = false;
+        if (!error.empty())
+          logging::error("watch.save_failed", {{"watch", st.cfg.id.name}, {"error", error}});
+        maybe_save(self);
+        finish_if_flushed(self);
+      },
+      [self](flush_atom, const actor_task& done) {
+        auto& st = self->state;
+        auto lines = st.batcher.take_all();
+        if (!lines.empty()) publish(self, std::move(lines), false);
+        st.on_flushed = done;
+        finish_if_flushed(self);
+      },
+  };
+}
+
+}  // namespace tidings::actors

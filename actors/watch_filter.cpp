@@ -1,0 +1,350 @@
+#include "actors/watch_filter.hpp"
+
+#include <set>
+
+#include "core/read_extraction.hpp"
+#include "logging/log.hpp"
+
+namespace tidings::actors {
+namespace {
+
+using self_ptr = watch_filter_actor::stateful_pointer<watch_filter_state>;
+using nlohmann::json;
+
+constexpr std::size_t fetch_page_frames = 256;
+
+bool under_prefix(const watch_filter_state& st, std::string_view path) {
+  return path.starts_with(st.cfg.uri.prefix);
+}
+
+// The JSON a frame carries (core::event_json), back from its data lines.
+json frame_event(const core::sse_frame& frame) {
+  std::string payload;
+  auto body = frame.body();
+  while (!body.empty()) {
+    auto eol = body.find('\n');
+    auto line = body.substr(0, eol);
+    body = eol == std::string_view::npos ? std::string_view() : body.substr(eol + 1);
+    if (!line.starts_with("data: ")) continue;
+    if (!payload.empty()) payload += '\n';
+    payload.append(line.substr(6));
+  }
+  return json::parse(payload, nullptr, false);
+}
+
+const std::vector<persistence::path_state>& stored_paths(watch_filter_state& st) {
+  if (st.paths_dirty || !st.paths) {
+    auto out = std::make_shared<std::vector<persistence::path_state>>();
+    for (const auto& [path, read] : st.reads) {
+      persistence::path_state ps;
+      ps.path = path;
+      ps.shape = std::string(core::read_kind_name(read.kind));
+      if (read.kind == core::read_kind::state) ps.state_json = read.state.dump();
+      ps.last_seq = read.last_seq;
+      out->push_back(std::move(ps));
+    }
+    st.paths = std::move(out);
+    st.paths_dirty = false;
+  }
+  return *st.paths;
+}
+
+watch_position position(watch_filter_state& st) {
+  stored_paths(st);
+  return {st.cursor, st.paths};
+}
+
+void restore_reads(watch_filter_state& st, const std::vector<persistence::path_state>& paths) {
+  st.reads.clear();
+  for (const auto& ps : paths) {
+    auto kind = core::parse_read_kind(ps.shape);
+    if (!kind || *kind == core::read_kind::plain) continue;
+    core::path_read read;
+    read.kind = *kind;
+    if (*kind == core::read_kind::state) read.state = json::parse(ps.state_json, nullptr, false);
+    if (read.state.is_discarded()) read.state = nullptr;
+    read.last_seq = ps.last_seq;
+    st.reads.emplace(ps.path, std::move(read));
+  }
+  st.paths_dirty = true;
+}
+
+// The head of the stream becomes the cursor; the newest read of each path
+// under the prefix (looking back baseline_scan_events) becomes its baseline.
+// Returns the shape of the newest event under the prefix ("empty": none).
+persistence::status take_baseline(watch_filter_state& st, std::string* shape) {
+  st.reads.clear();
+  st.paths_dirty = true;
+  *shape = "empty";
+  std::optional<persistence::stream_meta> meta;
+  if (auto s = st.cfg.store->get_stream(st.cfg.spec.id.tenant, st.cfg.uri.stream, &meta); !s.ok()) return s;
+  if (!meta) {
+    st.cursor = {};
+    return {};
+  }
+  st.cursor = {meta->epoch, meta->head_seq};
+  std::set<std::string, std::less<>> seen;
+  auto up_to = meta->head_seq;
+  std::size_t scanned = 0;
+  std::vector<persistence::stored_event> page;
+  while (up_to > 0 && scanned < st.cfg.limits.baseline_scan_events) {
+    auto n = std::min<std::size_t>(256, st.cfg.limits.baseline_scan_events - scanned);
+    if (auto s = st.cfg.store->read_events_backward(meta->id, up_to, n, &page); !s.ok()) return s;
+    if (page.empty()) break;
+    for (const auto& e : page) {
+      if (!under_prefix(st, e.ev.path) || !seen.insert(e.ev.path).second) continue;
+      auto data = json::parse(e.ev.data_json, nullptr, false);
+      auto kind = core::record_baseline(st.reads, e.ev.path, data);
+      if (seen.size() == 1) *shape = std::string(core::read_kind_name(kind));
+    }
+    scanned += page.size();
+    up_to = page.back().seq - 1;
+  }
+  return {};
+}
+
+// An event of the watch's shape for the dry run; missing keys are fine there,
+// so it only needs the keys every event has, with a real item when one exists.
+json sample_event(const watch_filter_state& st, const std::string& shape) {
+  json sample = {{"watch", st.cfg.spec.id.name},
+                 {"uri", st.cfg.spec.uri},
+                 {"path", st.cfg.uri.prefix.empty() ? "/" : st.cfg.uri.prefix},
+                 {"cursor", core::format_cursor(st.cursor)},
+                 {"type", "MODIFIED"},
+                 {"key", "sample"},
+                 {"new", json::object()},
+                 {"old", json::object()},
+                 {"object", json::object()},
+                 {"changed", json::array()}};
+  if (shape == "event-log") sample["seq"] = 1;
+  for (const auto& [path, read] : st.reads) {
+    if (read.kind != core::read_kind::state) continue;
+    const auto& s = read.state;
+    if (s.is_array() && !s.empty()) {
+      sample["item"] = sample["object"] = sample["new"] = sample["old"] = s.front();
+    } else if (s.is_object() && !s.empty()) {
+      sample["key"] = s.begin().key();
+      sample["new"] = sample["old"] = s.begin().value();
+    } else {
+      continue;
+    }
+    sample["path"] = path;
+    break;
+  }
+  return sample;
+}
+
+// Runs the filter (or the default line) on one extracted event.
+void filter_event(watch_filter_state& st, core::extracted_event& ev, const std::string& path,
+                  std::vector<std::pair<std::string, std::string>>& lines) {
+  auto& fields = ev.fields;
+  fields["watch"] = st.cfg.spec.id.name;
+  fields["uri"] = st.cfg.spec.uri;
+  fields["path"] = path;
+  fields["cursor"] = core::format_cursor(st.cursor);
+  st.cfg.stats->events.fetch_add(1, std::memory_order_relaxed);
+  auto type = fields.value("type", std::string());
+  if (!st.filter) {
+    lines.emplace_back(ev.object_key, core::default_notice_line(fields));
+    logging::debug("watch.event", {{"watch", st.cfg.spec.id.name}, {"type", type}, {"kept", true}});
+    return;
+  }
+  auto result = st.filter->run(fields);
+  switch (result.what) {
+    case filters::filter_result::outcome::keep:
+      lines.emplace_back(ev.object_key, std::move(result.text));
+      break;
+    case filters::filter_result::outcome::drop:
+      break;
+    case filters::filter_result::outcome::error:
+      st.cfg.stats->filter_errors.fetch_add(1, std::memory_order_relaxed);
+      logging::warn("watch.filter_error", {{"watch", st.cfg.spec.id.name}, {"error", result.text}});
+      lines.emplace_back(ev.object_key, "filter error: " + result.text);
+      break;
+  }
+  logging::debug("watch.event", {{"watch", st.cfg.spec.id.name},
+                                 {"type", type},
+                                 {"kept", result.what != filters::filter_result::outcome::drop}});
+}
+
+void process_frame(watch_filter_state& st, const core::sse_frame& frame,
+                   std::vector<std::pair<std::string, std::string>>& lines) {
+  if (!under_prefix(st, frame.path)) return;
+  auto event = frame_event(frame);
+  if (!event.is_object()) return;  // cannot happen: we encoded it
+  auto data = event.contains("data") ? event["data"] : json();
+  auto type = event.value("type", std::string("CHANGED"));
+  auto read = core::apply_stream_event(st.reads, frame.path, type, data);
+  if (read.kind != core::read_kind::plain) st.paths_dirty = true;
+  // The shape is that of the last state or event-log read; plain events
+  // name it only until one comes.
+  if (read.kind != core::read_kind::plain || st.cfg.stats->shape.load(std::memory_order_relaxed) < 0)
+    st.cfg.stats->shape.store(static_cast<int>(read.kind), std::memory_order_relaxed);
+  if (!read.error.empty()) {
+    lines.emplace_back("", "ERROR " + frame.path + ": malformed event-log read: " + read.error);
+    return;
+  }
+  auto max = st.cfg.limits.max_events_per_update;
+  auto skipped = read.events.size() > max ? read.events.size() - max : 0;
+  if (skipped > 0) read.events.resize(max);
+  for (auto& ev : read.events) filter_event(st, ev, frame.path, lines);
+  if (skipped > 0)
+    lines.emplace_back("", "+" + std::to_string(skipped) + " more events in one update at " + frame.path +
+                               " (not filtered)");
+}
+
+// Processes the frames after the cursor and hands the lines on.
+void process(self_ptr self, std::uint64_t epoch, const std::vector<frame_ptr>& frames) {
+  auto& st = self->state;
+  auto out = std::make_shared<watch_output>();
+  bool advanced = false;
+  for (const auto& f : frames) {
+    if (st.cursor.epoch == epoch && f->seq <= st.cursor.seq) continue;
+    st.cursor = {epoch, f->seq};
+    advanced = true;
+    process_frame(st, *f, out->lines);
+  }
+  if (!advanced) return;
+  out->position = position(st);
+  self->send(st.cfg.debounce, lines_atom::value, watch_output_ptr(std::move(out)));
+}
+
+// The next page after the cursor; the hub registers the feed once it is caught up.
+void fetch_after_cursor(self_ptr self) {
+  auto& st = self->state;
+  auto req = std::make_shared<fetch_request>();
+  req->subscription = st.feed_generation;
+  req->sink = st.feed;
+  req->after = st.cursor;
+  req->max_frames = fetch_page_frames;
+  self->send(st.hub, fetch_atom::value, fetch_request_ptr(std::move(req)));
+}
+
+void subscribe(self_ptr self) {
+  auto& st = self->state;
+  if (st.feed) caf::anon_send(st.hub, unsub_atom::value, fanout_sink_ptr(st.feed));
+  st.live = false;
+  st.feed = std::make_shared<watch_feed>(watch_filter_actor(self), ++st.feed_generation,
+                                         st.cfg.limits.max_queued_frames);
+  fetch_after_cursor(self);
+}
+
+void on_resync(self_ptr self, const std::string& reason) {
+  auto& st = self->state;
+  logging::info("watch.resubscribing", {{"watch", st.cfg.spec.id.name}, {"reason", reason}});
+  auto before = st.cursor;
+  std::string shape;
+  if (auto s = take_baseline(st, &shape); !s.ok()) {
+    logging::error("watch.failed", {{"watch", st.cfg.spec.id.name}, {"error", s.message()}});
+    return;
+  }
+  auto out = std::make_shared<watch_output>();
+  out->lines.emplace_back("", "RESYNC " + reason + ": events after " + core::format_cursor(before) +
+                                  " may have been missed; watching again from " +
+                                  core::format_cursor(st.cursor));
+  out->position = position(st);
+  self->send(st.cfg.debounce, lines_atom::value, watch_output_ptr(std::move(out)));
+  subscribe(self);
+}
+
+void on_fetched(self_ptr self, std::uint64_t generation, const fetch_reply_ptr& reply) {
+  auto& st = self->state;
+  if (generation != st.feed_generation) return;  // from a feed we replaced
+  if (reply->status == fetch_status::resync) return on_resync(self, reply->reason);
+  if (!reply->frames.empty()) process(self, reply->epoch, reply->frames);
+  if (reply->status == fetch_status::caught_up) {
+    if (st.cursor.epoch == 0 && reply->epoch != 0) st.cursor.epoch = reply->epoch;
+    if (!st.live)
+      logging::debug("watch.subscribed", {{"watch", st.cfg.spec.id.name},
+                                          {"stream", st.cfg.uri.stream},
+                                          {"cursor", core::format_cursor(st.cursor)}});
+    st.live = true;
+    return;
+  }
+  fetch_after_cursor(self);
+}
+
+void on_feed(self_ptr self, std::uint64_t generation, const frame_batch_ptr& batch) {
+  auto& st = self->state;
+  if (generation != st.feed_generation) return;
+  st.feed->consumed(batch->frames.size());
+  if (st.cursor.epoch != 0 && batch->epoch != st.cursor.epoch) return on_resync(self, "epoch_changed");
+  if (!batch->frames.empty() && st.cursor.epoch == batch->epoch &&
+      batch->frames.front()->seq > st.cursor.seq + 1) {
+    // A batch beyond our cursor: something in between never reached us.
+    return subscribe(self);
+  }
+  process(self, batch->epoch, batch->frames);
+}
+
+void on_prepare(self_ptr self, const watch_prepare_request_ptr& req) {
+  auto& st = self->state;
+  watch_prepare_result result;
+  auto fail = [&](watch_error_kind kind, std::string message) {
+    result.error = watch_error{kind, std::move(message)};
+    req->reply(std::move(result));
+  };
+  const auto& spec = st.cfg.spec;
+  st.resources =
+      std::make_unique<stream_resources>(*st.cfg.store, spec.id.tenant, st.cfg.limits.baseline_scan_events);
+  if (spec.on_event) {
+    std::string error;
+    st.filter =
+        filters::lua_filter::compile(*spec.on_event, st.cfg.limits.filter, st.resources.get(), &error);
+    if (!st.filter) return fail(watch_error_kind::bad_request, "on_event does not compile: " + error);
+  }
+  stream_key key{spec.id.tenant, st.cfg.uri.stream};
+  if (!st.cfg.hubs->admit_subscriber(key))
+    return fail(watch_error_kind::unavailable, "too many streams that nobody has published to are watched");
+  st.hub = st.cfg.hubs->get(key);
+
+  std::string shape = "empty";
+  if (req->progress && req->progress->stream == st.cfg.uri.stream) {
+    st.cursor = req->progress->cursor;
+    restore_reads(st, req->progress->paths);
+    shape = st.reads.empty() ? "events" : std::string(core::read_kind_name(st.reads.begin()->second.kind));
+  } else if (auto s = take_baseline(st, &shape); !s.ok()) {
+    return fail(watch_error_kind::unavailable, "reading the baseline failed: " + s.message());
+  }
+  if (auto kind = core::parse_read_kind(shape))
+    st.cfg.stats->shape.store(static_cast<int>(*kind), std::memory_order_relaxed);
+
+  if (st.filter) {
+    if (auto error = st.filter->dry_run(sample_event(st, shape)))
+      return fail(watch_error_kind::bad_request, "on_event failed on a sample event: " + *error);
+  }
+  result.shape = shape;
+  result.position = position(st);
+  req->reply(std::move(result));
+}
+
+}  // namespace
+
+watch_filter_actor::behavior_type watch_filter(watch_filter_actor::stateful_pointer<watch_filter_state> self,
+                                               watch_filter_config cfg) {
+  self->state.cfg = std::move(cfg);
+  // Stopped by the manager (or the node): leave the hub's sinks first.
+  self->set_exit_handler([self](const caf::exit_msg& msg) {
+    auto& st = self->state;
+    if (st.feed && st.hub) caf::anon_send(st.hub, unsub_atom::value, fanout_sink_ptr(st.feed));
+    st.feed.reset();
+    self->quit(msg.reason);
+  });
+  return {
+      [self](prepare_atom, const watch_prepare_request_ptr& req) { on_prepare(self, req); },
+      [self](go_atom) { subscribe(self); },
+      [self](feed_atom, std::uint64_t generation, const frame_batch_ptr& batch) {
+        on_feed(self, generation, batch);
+      },
+      [self](fetched_atom, std::uint64_t generation, const fetch_reply_ptr& reply) {
+        on_fetched(self, generation, reply);
+      },
+      [self](overflow_atom, std::uint64_t generation) {
+        if (generation != self->state.feed_generation) return;
+        logging::debug("watch.catching_up", {{"watch", self->state.cfg.spec.id.name}});
+        subscribe(self);
+      },
+  };
+}
+
+}  // namespace tidings::actors

@@ -1,0 +1,399 @@
+#include "actors/watch_manager.hpp"
+
+#include <algorithm>
+#include <chrono>
+
+#include "actors/watch_debounce.hpp"
+#include "actors/watch_filter.hpp"
+#include "core/watch_uri.hpp"
+#include "logging/log.hpp"
+
+namespace tidings::actors {
+namespace {
+
+using self_ptr = watch_manager_actor::stateful_pointer<watch_manager_state>;
+
+// A task that, wherever it runs, continues with `fn` inside the manager.
+// `fn` may use `self` freely: it only ever runs in the manager's own context.
+actor_task in_manager(self_ptr self, std::function<void()> fn) {
+  watch_manager_actor handle = self;
+  return actor_task{
+      [handle, fn = std::move(fn)] { caf::anon_send(handle, task_atom::value, actor_task{fn}); }};
+}
+
+std::int64_t now_ms() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+watch_error error_of(watch_error_kind kind, std::string message) {
+  return watch_error{kind, std::move(message)};
+}
+
+struct start_job {
+  persistence::watch_spec spec;
+  std::optional<persistence::watch_progress> progress;  // restoring from this
+  bool restoring = false;
+  std::function<void(watch_start_reply)> done;  // runs in the manager
+  watch_entry fresh;
+  watch_prepare_result prepared;
+  bool replaced = false;
+};
+using job_ptr = std::shared_ptr<start_job>;
+
+// Runs `fn` inside the manager; callable from any thread.
+void post(const watch_manager_actor& manager, std::function<void()> fn) {
+  caf::anon_send(manager, task_atom::value, actor_task{std::move(fn)});
+}
+
+void write(self_ptr self, persistence::write_set ws, std::function<void(std::string)> then) {
+  watch_manager_actor handle = self;
+  self->state.cfg.committer->submit(std::move(ws),
+                                    [handle, then = std::move(then)](const persistence::status& s) {
+                                      post(handle, [then, error = s.message()] { then(error); });
+                                    });
+}
+
+void abort_start(self_ptr self, const job_ptr& job, watch_error error) {
+  auto& st = self->state;
+  if (job->fresh.filter) caf::anon_send_exit(job->fresh.filter, caf::exit_reason::user_shutdown);
+  if (job->fresh.debounce) caf::anon_send_exit(job->fresh.debounce, caf::exit_reason::user_shutdown);
+  st.starting.erase(job->spec.id);
+  logging::debug("watch.start_failed", {{"watch", job->spec.id.name}, {"error", error.message}});
+  job->done(watch_start_reply{std::move(error), {}, false});
+}
+
+void go_live(self_ptr self, const job_ptr& job) {
+  auto& st = self->state;
+  const auto& id = job->spec.id;
+  st.watches[id] = job->fresh;
+  st.starting.erase(id);
+  self->send(job->fresh.filter, go_atom::value);
+  logging::debug("watch.started",
+                 {{"watch", id.name}, {"uri", job->spec.uri}, {"shape", job->prepared.shape}});
+  job->done(watch_start_reply{std::nullopt, job->prepared.shape, job->replaced});
+}
+
+// The spec (and, unless resuming a stored one, the position) is durable
+// before the filter reads a single event.
+void persist_start(self_ptr self, const job_ptr& job) {
+  if (job->restoring && job->progress) return go_live(self, job);
+  persistence::write_set ws;
+  ws.watch_deletes.push_back(job->spec.id);
+  ws.watch_puts.push_back(job->spec);
+  persistence::watch_progress progress;
+  std::string error;
+  if (auto uri = core::parse_stream_uri(job->spec.uri, &error)) progress.stream = uri->stream;
+  progress.cursor = job->prepared.position.cursor;
+  if (job->prepared.position.paths) progress.paths = *job->prepared.position.paths;
+  ws.progress_puts.emplace_back(job->spec.id, std::move(progress));
+  write(self, std::move(ws), [self, job](const std::string& err) {
+    if (!err.empty())
+      return abort_start(self, job, error_of(watch_error_kind::unavailable, "not stored: " + err));
+    go_live(self, job);
+  });
+}
+
+void on_prepared(self_ptr self, const job_ptr& job, watch_prepare_result result) {
+  auto& st = self->state;
+  if (result.error) return abort_start(self, job, std::move(*result.error));
+  job->prepared = std::move(result);
+  auto old = st.watches.find(job->spec.id);
+  if (old == st.watches.end() || !old->second.debounce) {
+    job->replaced = old != st.watches.end();
+    return persist_start(self, job);
+  }
+  // The old watch's pending lines go out before the new one writes anything.
+  job->replaced = true;
+  old->second.state = "stopping";
+  caf::anon_send_exit(old->second.filter, caf::exit_reason::user_shutdown);
+  self->send(old->second.debounce, flush_atom::value,
+             in_manager(self, [self, job] { persist_start(self, job); }));
+}
+
+void begin_start(self_ptr self, const job_ptr& job) {
+  auto& st = self->state;
+  const auto& spec = job->spec;
+  const auto& id = spec.id;
+  std::string error;
+  auto uri = core::parse_stream_uri(spec.uri, &error);
+  if (!core::valid_watch_name(id.name))
+    return job->done(
+        {error_of(watch_error_kind::bad_request, "bad watch name '" + id.name + "'"), {}, false});
+  if (!uri) return job->done({error_of(watch_error_kind::bad_request, error), {}, false});
+  if (st.shutting_down)
+    return job->done({error_of(watch_error_kind::unavailable, "the node is stopping"), {}, false});
+  auto existing = st.watches.find(id);
+  if (st.starting.contains(id) || (existing != st.watches.end() && existing->second.state == "stopping"))
+    return job->done({error_of(watch_error_kind::busy,
+                               "the watch " + id.name + " is being started or stopped right now; retry"),
+                      {},
+                      false});
+  std::size_t held = 0;
+  for (const auto& [other, entry] : st.watches)
+    if (other.tenant == id.tenant && other.name != id.name) ++held;
+  for (const auto& other : st.starting)
+    if (other.tenant == id.tenant && other.name != id.name) ++held;
+  auto max = st.cfg.limits.max_watches_per_tenant;
+  if (held >= max)
+    return job->done({error_of(watch_error_kind::over_limit,
+                               "tenant " + id.tenant + " already holds " + std::to_string(held) +
+                                   " watches, the most it may (--max-watches); stop one first"),
+                      {},
+                      false});
+  st.starting.insert(id);
+
+  auto stats = std::make_shared<watch_stats>();
+  stats->shape = -1;
+  watch_debounce_config dcfg;
+  dcfg.id = id;
+  dcfg.uri = spec.uri;
+  dcfg.stream = uri->stream;
+  dcfg.policy.quiet = std::chrono::milliseconds(spec.debounce_ms);
+  dcfg.policy.max_wait = std::chrono::milliseconds(spec.max_wait_ms);
+  dcfg.notices = st.cfg.hubs->get({id.tenant, core::watch_notice_stream(id.name)});
+  dcfg.committer = st.cfg.committer;
+  dcfg.stats = stats;
+  auto debounce = self->system().spawn(watch_debounce, std::move(dcfg));
+
+  watch_filter_config fcfg;
+  fcfg.spec = spec;
+  fcfg.uri = *uri;
+  fcfg.limits = st.cfg.limits;
+  fcfg.store = st.cfg.store;
+  fcfg.hubs = st.cfg.hubs;
+  fcfg.debounce = debounce;
+  fcfg.stats = stats;
+  auto filter = self->system().spawn<caf::detached>(watch_filter, std::move(fcfg));
+
+  for (const caf::actor_addr& child : {filter.address(), debounce.address()}) {
+    self->monitor(child);
+    st.children.insert(child);
+  }
+  job->fresh = watch_entry{spec, filter, debounce, stats, "running", {}};
+
+  auto req = std::make_shared<watch_prepare_request>();
+  req->progress = job->progress;
+  watch_manager_actor handle = self;
+  req->reply = [handle, self, job](watch_prepare_result r) {
+    auto shared = std::make_shared<watch_prepare_result>(std::move(r));
+    post(handle, [self, job, shared] { on_prepared(self, job, std::move(*shared)); });
+  };
+  self->send(filter, prepare_atom::value, watch_prepare_request_ptr(std::move(req)));
+}
+
+void on_stop(self_ptr self, const watch_stop_request_ptr& req) {
+  auto& st = self->state;
+  const auto& id = req->id;
+  auto it = st.watches.find(id);
+  if (st.starting.contains(id) || (it != st.watches.end() && it->second.state == "stopping"))
+    return req->reply(
+        error_of(watch_error_kind::busy, "the watch " + id.name + " is being started or stopped"), false);
+  if (it == st.watches.end()) return req->reply(std::nullopt, false);
+  auto forget = [self, req] {
+    persistence::write_set ws;
+    ws.watch_deletes.push_back(req->id);
+    write(self, std::move(ws), [self, req](const std::string& err) {
+      self->state.watches.erase(req->id);
+      if (!err.empty())
+        return req->reply(
+            error_of(watch_error_kind::unavailable, "stopped, but not removed from storage: " + err), true);
+      logging::debug("watch.stopped", {{"watch", req->id.name}});
+      req->reply(std::nullopt, true);
+    });
+  };
+  auto& entry = it->second;
+  if (!entry.debounce) return forget();
+  entry.state = "stopping";
+  caf::anon_send_exit(entry.filter, caf::exit_reason::user_shutdown);
+  self->send(entry.debounce, flush_atom::value, in_manager(self, forget));
+}
+
+std::string shape_name(const watch_stats& stats) {
+  auto shape = stats.shape.load(std::memory_order_relaxed);
+  if (shape < 0) return "empty";
+  return std::string(core::read_kind_name(static_cast<core::read_kind>(shape)));
+}
+
+void on_list(self_ptr self, const watch_list_request_ptr& req) {
+  std::vector<watch_info> out;
+  for (const auto& [id, entry] : self->state.watches) {
+    if (id.tenant != req->tenant) continue;
+    watch_info info;
+    info.name = id.name;
+    info.uri = entry.spec.uri;
+    info.shape = entry.stats ? shape_name(*entry.stats) : "unknown";
+    if (entry.stats) {
+      info.events = entry.stats->events.load(std::memory_order_relaxed);
+      info.notices = entry.stats->notices.load(std::memory_order_relaxed);
+      info.filter_errors = entry.stats->filter_errors.load(std::memory_order_relaxed);
+    }
+    info.state = entry.state;
+    info.restore_failed = entry.state == "restore_failed";
+    info.error = entry.error;
+    out.push_back(std::move(info));
+  }
+  req->reply(std::move(out));
+}
+
+// --- restore ---------------------------------------------------------------------
+
+struct restore_summary {
+  std::size_t pending = 0;
+  // per tenant: restored names; dropped and failed as name, reason
+  std::map<std::string, std::vector<std::string>> restored;
+  std::map<std::string, std::vector<std::pair<std::string, std::string>>> dropped, failed;
+  std::set<std::string> tenants;
+};
+using summary_ptr = std::shared_ptr<restore_summary>;
+
+void publish_restore_notices(self_ptr self, const summary_ptr& summary) {
+  for (const auto& tenant : summary->tenants) {
+    // Starts finish in any order; the notice lists names sorted.
+    auto& restored = summary->restored[tenant];
+    auto& dropped = summary->dropped[tenant];
+    auto& failed = summary->failed[tenant];
+    std::sort(restored.begin(), restored.end());
+    std::sort(dropped.begin(), dropped.end());
+    std::sort(failed.begin(), failed.end());
+    std::string text =
+        "restored " + std::to_string(restored.size()) + " watch" + (restored.size() == 1 ? "" : "es");
+    for (std::size_t i = 0; i < restored.size(); ++i) text += (i ? ", " : ": ") + restored[i];
+    auto as_json = [](const std::vector<std::pair<std::string, std::string>>& list) {
+      auto arr = nlohmann::json::array();
+      for (const auto& [name, why] : list) arr.push_back({{"name", name}, {"error", why}});
+      return arr;
+    };
+    for (const auto& [name, why] : dropped)
+      text.append("; dropped ").append(name).append(" (").append(why).append(")");
+    for (const auto& [name, why] : failed)
+      text.append("; could not restart ").append(name).append(" (").append(why).append("), kept");
+    nlohmann::json data = {
+        {"restored", restored}, {"dropped", as_json(dropped)}, {"failed", as_json(failed)}, {"text", text}};
+    core::event ev;
+    ev.path = "/restore";
+    ev.type = "RESTORE";
+    ev.data_json = data.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+    auto req = std::make_shared<publish_request>();
+    req->events.push_back(std::move(ev));
+    req->reply = [tenant](const publish_result& r) {
+      if (r.outcome == publish_outcome::unavailable)
+        logging::error("watch.restore_notice_failed", {{"tenant", tenant}, {"error", r.error}});
+    };
+    logging::info("watch.notice", {{"stream", watch_events_stream}, {"type", "RESTORE"}, {"text", text}});
+    self->send(self->state.cfg.hubs->get({tenant, std::string(watch_events_stream)}), publish_atom::value,
+               publish_request_ptr(std::move(req)));
+    logging::debug("watch.restored", {{"tenant", tenant},
+                                      {"restored", static_cast<std::uint64_t>(restored.size())},
+                                      {"dropped", static_cast<std::uint64_t>(dropped.size())},
+                                      {"failed", static_cast<std::uint64_t>(failed.size())}});
+  }
+}
+
+void drop_spec(self_ptr self, const persistence::watch_id& id) {
+  persistence::write_set ws;
+  ws.watch_deletes.push_back(id);
+  write(self, std::move(ws), [name = id.name](const std::string& err) {
+    if (!err.empty()) logging::error("watch.drop_failed", {{"watch", name}, {"error", err}});
+  });
+}
+
+void on_restore(self_ptr self) {
+  auto& st = self->state;
+  std::vector<persistence::watch_spec> specs;
+  if (auto s = st.cfg.store->load_watches(&specs); !s.ok()) {
+    logging::error("watch.restore_failed", {{"error", s.message()}});
+    return;
+  }
+  if (specs.empty()) return;
+  auto summary = std::make_shared<restore_summary>();
+  summary->pending = specs.size();
+  auto one_done = [self, summary] {
+    if (--summary->pending == 0) publish_restore_notices(self, summary);
+  };
+  for (auto& spec : specs) {
+    const auto id = spec.id;
+    summary->tenants.insert(id.tenant);
+    auto job = std::make_shared<start_job>();
+    job->restoring = true;
+    std::string error;
+    if (auto uri = core::parse_stream_uri(spec.uri, &error)) {
+      std::optional<persistence::watch_progress> progress;
+      if (auto s = st.cfg.store->get_watch_progress(id, uri->stream, &progress); s.ok())
+        job->progress = std::move(progress);
+      else
+        logging::warn("watch.progress_unreadable", {{"watch", id.name}, {"error", s.message()}});
+    }
+    job->spec = std::move(spec);
+    job->done = [self, summary, id, one_done, spec = job->spec](const watch_start_reply& r) {
+      if (!r.error) {
+        summary->restored[id.tenant].push_back(id.name);
+      } else if (r.error->kind == watch_error_kind::unavailable) {
+        // Might work later: keep the spec, list it as restore_failed.
+        summary->failed[id.tenant].emplace_back(id.name, r.error->message);
+        self->state.watches[id] = watch_entry{spec, {}, {}, {}, "restore_failed", r.error->message};
+      } else {
+        summary->dropped[id.tenant].emplace_back(id.name, r.error->message);
+        drop_spec(self, id);
+      }
+      one_done();
+    };
+    begin_start(self, job);
+  }
+}
+
+// --- failures and shutdown ---------------------------------------------------------
+
+void on_down(self_ptr self, const caf::down_msg& msg) {
+  auto& st = self->state;
+  st.children.erase(msg.source);
+  if (st.shutting_down) {
+    if (st.children.empty()) self->quit();
+    return;
+  }
+  for (auto& [id, entry] : st.watches) {
+    bool filter_died = entry.filter && entry.filter.address() == msg.source;
+    bool debounce_died = entry.debounce && entry.debounce.address() == msg.source;
+    if (!filter_died && !debounce_died) continue;
+    // Nobody may wait on a flush from a debounce that is gone.
+    if (debounce_died) entry.debounce = watch_debounce_actor();
+    if (entry.state != "running") continue;
+    entry.state = "failed";
+    entry.error = "the watch's actor ended: " + self->system().render(msg.reason);
+    logging::error("watch.failed", {{"watch", id.name}, {"error", entry.error}});
+  }
+}
+
+void on_shutdown(self_ptr self) {
+  auto& st = self->state;
+  st.shutting_down = true;
+  for (const auto& child : st.children) caf::anon_send_exit(child, caf::exit_reason::user_shutdown);
+  if (st.children.empty()) self->quit();
+}
+
+}  // namespace
+
+watch_manager_actor::behavior_type watch_manager(
+    watch_manager_actor::stateful_pointer<watch_manager_state> self, watch_manager_config cfg) {
+  self->state.cfg = cfg;
+  self->set_down_handler([self](caf::down_msg& msg) { on_down(self, msg); });
+  return {
+      [self](start_atom, const watch_start_request_ptr& req) {
+        auto job = std::make_shared<start_job>();
+        job->spec = req->spec;
+        if (job->spec.created_ms == 0) job->spec.created_ms = now_ms();
+        job->done = req->reply;
+        begin_start(self, job);
+      },
+      [self](list_atom, const watch_list_request_ptr& req) { on_list(self, req); },
+      [self](stop_atom, const watch_stop_request_ptr& req) { on_stop(self, req); },
+      [self](restore_atom) { on_restore(self); },
+      [self](task_atom, const actor_task& task) {
+        if (task.run) task.run();
+      },
+      [self](shutdown_atom) { on_shutdown(self); },
+  };
+}
+
+}  // namespace tidings::actors

@@ -1,0 +1,55 @@
+#pragma once
+
+// Starts, lists, stops and restores the watches of every tenant on this node.
+// A start is a few asynchronous steps, each ending in a task message back to
+// this actor, so the manager never blocks:
+//
+//   start ──> spawn filter + debounce ──> filter prepares (baseline, compile,
+//   dry run) ──> [replacing: old debounce flushes] ──> spec and position
+//   written ──> filter goes live ──> reply
+//
+// Any failing step ends both new actors and replies with the error; a watch
+// being replaced keeps running until its successor has prepared.
+
+#include <map>
+#include <set>
+
+#include "actors/hub_registry.hpp"
+#include "actors/watch_actors.hpp"
+#include "persistence/group_commit.hpp"
+
+namespace tidings::actors {
+
+struct watch_manager_config {
+  persistence::store* store = nullptr;
+  persistence::group_committer* committer = nullptr;
+  hub_registry* hubs = nullptr;
+  watch_limits limits;
+};
+
+struct watch_entry {
+  persistence::watch_spec spec;
+  watch_filter_actor filter;
+  watch_debounce_actor debounce;
+  watch_stats_ptr stats;
+  std::string state;  // running, stopping, failed, restore_failed
+  std::string error;
+};
+
+struct watch_manager_state {
+  static inline const char* name = "watch_manager";
+
+  watch_manager_config cfg;
+  std::map<persistence::watch_id, watch_entry> watches;
+  std::set<persistence::watch_id> starting;
+  std::set<caf::actor_addr> children;  // filters and debounces not yet down
+  bool shutting_down = false;
+};
+
+watch_manager_actor::behavior_type watch_manager(
+    watch_manager_actor::stateful_pointer<watch_manager_state> self, watch_manager_config cfg);
+
+// The tenant stream where lifecycle notices (the restore notice) go.
+inline constexpr std::string_view watch_events_stream = "watches";
+
+}  // namespace tidings::actors

@@ -1,0 +1,121 @@
+#pragma once
+
+// Values passed between the watch manager, a watch's filter and debounce
+// actors, and the HTTP front door. Local to one process.
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "actors/messages.hpp"
+#include "core/notice_batcher.hpp"
+#include "filters/lua_filter.hpp"
+#include "persistence/watch_records.hpp"
+
+namespace tidings::actors {
+
+struct watch_limits {
+  std::size_t max_watches_per_tenant = 5;
+  std::size_t max_events_per_update = 100;
+  // How far back from the head a watch looks for the baseline of each path.
+  std::size_t baseline_scan_events = 10000;
+  // Deliveries queued for a filter before it stops taking live batches and
+  // catches up page by page instead.
+  std::size_t max_queued_frames = 4096;
+  filters::filter_limits filter;
+};
+
+// Counters one watch's actors update and the watch list reads.
+struct watch_stats {
+  std::atomic<std::uint64_t> events{0};   // extracted events run through the filter
+  std::atomic<std::uint64_t> notices{0};  // notices committed to watch:<name>
+  std::atomic<std::uint64_t> filter_errors{0};
+  std::atomic<int> shape{0};  // core::read_kind, or -1 before anything was read
+};
+using watch_stats_ptr = std::shared_ptr<watch_stats>;
+
+enum class watch_error_kind {
+  bad_request,  // the spec can never start (bad URI, bad filter): 400
+  over_limit,   // the tenant holds the most watches it may: 409
+  busy,         // the same name is being started or stopped right now: 409
+  unavailable,  // storage failed, or a cap on unknown streams: may work later
+};
+
+struct watch_error {
+  watch_error_kind kind = watch_error_kind::bad_request;
+  std::string message;
+};
+
+// Where a watch stands after processing some events: every event up to
+// `cursor` is reflected in `paths` (shared, rebuilt only when it changes).
+struct watch_position {
+  core::cursor cursor;
+  std::shared_ptr<const std::vector<persistence::path_state>> paths;
+};
+
+// Lines a filter produced from some events, and where that leaves it.
+struct watch_output {
+  std::vector<std::pair<std::string, std::string>> lines;  // object key, line
+  watch_position position;
+};
+using watch_output_ptr = std::shared_ptr<const watch_output>;
+
+// --- the filter actor's start -------------------------------------------------
+
+struct watch_prepare_result {
+  std::optional<watch_error> error;
+  std::string shape;
+  // Where the filter starts; written with the spec by the manager.
+  watch_position position;
+};
+
+struct watch_prepare_request {
+  // Restore: resume from the stored progress instead of a fresh baseline.
+  std::optional<persistence::watch_progress> progress;
+  std::function<void(watch_prepare_result)> reply;
+};
+using watch_prepare_request_ptr = std::shared_ptr<watch_prepare_request>;
+
+// --- the manager's API ----------------------------------------------------------
+
+struct watch_info {
+  std::string name;
+  std::string uri;
+  std::string shape;
+  std::uint64_t events = 0;
+  std::uint64_t notices = 0;
+  std::uint64_t filter_errors = 0;
+  std::string state;  // running, failed, restore_failed
+  bool restore_failed = false;
+  std::string error;  // why it failed, if it did
+};
+
+struct watch_start_reply {
+  std::optional<watch_error> error;
+  std::string shape;
+  bool replaced = false;
+};
+
+struct watch_start_request {
+  persistence::watch_spec spec;
+  std::function<void(watch_start_reply)> reply;
+};
+using watch_start_request_ptr = std::shared_ptr<watch_start_request>;
+
+struct watch_list_request {
+  std::string tenant;
+  std::function<void(std::vector<watch_info>)> reply;
+};
+using watch_list_request_ptr = std::shared_ptr<watch_list_request>;
+
+struct watch_stop_request {
+  persistence::watch_id id;
+  std::function<void(std::optional<watch_error>, bool stopped)> reply;
+};
+using watch_stop_request_ptr = std::shared_ptr<watch_stop_request>;
+
+}  // namespace tidings::actors

@@ -1,0 +1,152 @@
+#include "apps/tidings_cli/watch_admin_command.hpp"
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <iostream>
+#include <iterator>
+#include <memory>
+#include <optional>
+
+#include <nlohmann/json.hpp>
+
+#include "apps/tidings_cli/event_line.hpp"
+#include "apps/tidings_cli/watch_table.hpp"
+
+namespace tidings::cli {
+
+namespace {
+
+constexpr const char* watches_target = "/v1/watches";
+
+// The whole file ("-": stdin), or nullopt with the reason in *error.
+std::optional<std::string> read_source(const std::string& file, std::string* error) {
+  if (file == "-") {
+    std::string text(std::istreambuf_iterator<char>(std::cin), std::istreambuf_iterator<char>());
+    if (std::cin.bad()) {
+      *error = "cannot read the filter from stdin";
+      return std::nullopt;
+    }
+    return text;
+  }
+  const std::unique_ptr<std::FILE, int (*)(std::FILE*)> f(std::fopen(file.c_str(), "rb"), &std::fclose);
+  if (!f) {
+    const int err = errno;
+    *error = "cannot read the filter file '" + file + "': " + std::strerror(err);
+    return std::nullopt;
+  }
+  std::string text;
+  char buf[8192];
+  while (const auto n = std::fread(buf, 1, sizeof buf, f.get())) text.append(buf, n);
+  // A directory opens fine and fails here (EISDIR).
+  if (std::ferror(f.get())) {
+    const int err = errno;
+    *error = "cannot read the filter file '" + file + "': " + std::strerror(err);
+    return std::nullopt;
+  }
+  return text;
+}
+
+// One request; a transport failure is reported and gives nullopt.
+std::optional<client::http_response> exchange(const client::endpoint& server, const std::string& method,
+                                              const std::string& target, const std::string& body = {}) {
+  client::header_list headers;
+  if (!body.empty()) headers.emplace_back("Content-Type", "application/json");
+  try {
+    return client::request(server, method, target, body, headers);
+  } catch (const client::transport_error& e) {
+    std::cerr << "tidings: " << e.what() << "\n";
+    return std::nullopt;
+  }
+}
+
+std::string string_field(const nlohmann::json& obj, const char* key, const std::string& fallback) {
+  const auto it = obj.find(key);
+  return it != obj.end() && it->is_string() ? it->get<std::string>() : fallback;
+}
+
+}  // namespace
+
+int run_watch_start(const client::endpoint& server, const watch_start_options& opts) {
+  nlohmann::json request = {{"name", opts.name}, {"uri", opts.uri}};
+  if (opts.on_event_file) {
+    std::string error;
+    auto source = read_source(*opts.on_event_file, &error);
+    if (!source) {
+      std::cerr << "tidings: " << error << "\n";
+      return 2;
+    }
+    request["on_event"] = std::move(*source);
+  }
+  if (opts.debounce_ms) request["debounce_ms"] = *opts.debounce_ms;
+  if (opts.max_wait_ms) request["max_wait_ms"] = *opts.max_wait_ms;
+
+  std::string body;
+  try {
+    body = request.dump();
+  } catch (const nlohmann::json::type_error&) {
+    // Replacing the bytes would change the filter behind the user's back.
+    std::cerr << "tidings: the filter source, NAME and URI must be UTF-8 text\n";
+    return 2;
+  }
+
+  const auto res = exchange(server, "POST", watches_target, body);
+  if (!res) return 1;
+  if (res->status != 200 && res->status != 201) {
+    std::cerr << "tidings: " << error_message(res->body) << "\n";
+    return 1;
+  }
+  const auto reply = nlohmann::json::parse(res->body, nullptr, false);
+  if (!reply.is_object()) {
+    std::cerr << "tidings: unexpected reply: " << res->body << "\n";
+    return 1;
+  }
+  std::cout << (res->status == 201 ? "started " : "replaced ") << string_field(reply, "name", opts.name)
+            << " on " << string_field(reply, "uri", opts.uri)
+            << " (shape: " << string_field(reply, "shape", "?") << ")\n";
+  return 0;
+}
+
+int run_watch_list(const client::endpoint& server, const watch_list_options& opts) {
+  const auto res = exchange(server, "GET", watches_target);
+  if (!res) return 1;
+  if (res->status != 200) {
+    std::cerr << "tidings: " << error_message(res->body) << "\n";
+    return 1;
+  }
+  if (opts.json) {
+    std::cout << res->body;
+    if (res->body.empty() || res->body.back() != '\n') std::cout << "\n";
+    return 0;
+  }
+  const auto table = watch_table(res->body);
+  if (!table) {
+    std::cerr << "tidings: unexpected reply: " << res->body << "\n";
+    return 1;
+  }
+  std::cout << *table;
+  return 0;
+}
+
+int run_watch_stop(const client::endpoint& server, const watch_stop_options& opts) {
+  const auto res =
+      exchange(server, "DELETE", std::string(watches_target) + "/" + client::url_encode(opts.name));
+  if (!res) return 1;
+  if (res->status != 200) {
+    std::cerr << "tidings: " << error_message(res->body) << "\n";
+    return 1;
+  }
+  const auto reply = nlohmann::json::parse(res->body, nullptr, false);
+  if (!reply.is_object() || !reply.contains("stopped") || !reply["stopped"].is_boolean()) {
+    std::cerr << "tidings: unexpected reply: " << res->body << "\n";
+    return 1;
+  }
+  if (!reply["stopped"].get<bool>()) {
+    std::cerr << "tidings: no watch named " << opts.name << "\n";
+    return 1;
+  }
+  std::cout << "stopped " << opts.name << "\n";
+  return 0;
+}
+
+}  // namespace tidings::cli

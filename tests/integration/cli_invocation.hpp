@@ -1,0 +1,40 @@
+#pragma once
+
+// Running the real `tidings` CLI against a test node (cli_test.cpp,
+// watch_cli_test.cpp). TIDINGS_CLI_PATH comes from tests/integration/CMakeLists.txt.
+
+#include <chrono>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "client/http_client.hpp"
+
+#ifndef TIDINGS_CLI_PATH
+#error "TIDINGS_CLI_PATH must name the tidings binary (set by tests/integration/CMakeLists.txt)"
+#endif
+
+namespace tidings::testing {
+
+inline constexpr std::chrono::seconds command_timeout{20};
+
+inline std::string server_arg(const client::endpoint& ep) {
+  return ep.host + ":" + std::to_string(ep.port);
+}
+
+// `tidings --server HOST:PORT args...`
+inline std::vector<std::string> cli(const client::endpoint& ep, std::vector<std::string> args) {
+  std::vector<std::string> argv{TIDINGS_CLI_PATH, "--server", server_arg(ep)};
+  for (auto& a : args) argv.push_back(std::move(a));
+  return argv;
+}
+
+// The output split at '\n'; a last line without '\n' counts too.
+inline std::vector<std::string> lines_of(const std::string& text) {
+  std::vector<std::string> out;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) out.push_back(line);
+  return out;
+}
+
+}  // namespace tidings::testing
