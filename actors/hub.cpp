@@ -161,6 +161,13 @@ void on_committed(self_ptr self, std::uint64_t token, const std::string& error) 
                    {{"stream", st.cfg.stream.name}, {"first_seq", entry.first_seq_after}, {"by", "age"}});
   }
   st.committed_first = entry.first_seq_after;
+  // The publisher hears first: whatever it does on the reply (a watch counts
+  // its notice) happens before any subscriber can see the event.
+  if (entry.reply) {
+    publish_result r{publish_outcome::appended, entry.cursors, {}};
+    entry.reply(r);
+    if (!entry.idempotency_key.empty()) reply_to_waiters(st, entry.idempotency_key, r);
+  }
   if (!entry.frames.empty()) {
     st.committed_head = entry.frames.back()->seq;
     auto batch = std::make_shared<frame_batch>();
@@ -175,11 +182,6 @@ void on_committed(self_ptr self, std::uint64_t token, const std::string& error) 
     for (auto& [raw, sink] : st.sinks) sink.first->deliver(shared);
   }
   trim_ring(st);
-  if (entry.reply) {
-    publish_result r{publish_outcome::appended, entry.cursors, {}};
-    entry.reply(r);
-    if (!entry.idempotency_key.empty()) reply_to_waiters(st, entry.idempotency_key, r);
-  }
   if (st.cfg.retention.max_age_ms > 0 && !st.trim_scheduled) {
     st.trim_scheduled = true;
     self->send(self, trim_atom::value);

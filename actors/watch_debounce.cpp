@@ -14,6 +14,7 @@ persistence::watch_progress progress_of(const watch_debounce_state& st, const wa
   p.stream = st.cfg.stream;
   p.cursor = pos.cursor;
   if (pos.paths) p.paths = *pos.paths;
+  p.shape = pos.shape;
   return p;
 }
 
@@ -63,15 +64,23 @@ void publish(self_ptr self, std::vector<std::string> lines, bool with_progress) 
     st.saved = st.latest->cursor;
   }
   watch_debounce_actor handle = self;
-  req->reply = [handle, id](const publish_result& r) {
-    caf::anon_send(handle, published_atom::value, id,
-                   r.outcome == publish_outcome::unavailable ? (r.error.empty() ? "unavailable" : r.error)
-                                                             : std::string());
+  auto covers = st.latest ? core::format_cursor(st.latest->cursor) : std::string();
+  req->reply = [handle, id, name = st.cfg.id.name, count = lines.size(), covers,
+                stats = st.cfg.stats](const publish_result& r) {
+    std::string error;
+    if (r.outcome == publish_outcome::unavailable) {
+      error = r.error.empty() ? "unavailable" : r.error;
+    } else if (!r.cursors.empty()) {
+      stats->notices.fetch_add(1, std::memory_order_relaxed);
+      // Logged once the notice is durable: a reader of the log can fetch it.
+      logging::info("watch.notice", {{"watch", name},
+                                     {"lines", static_cast<std::uint64_t>(count)},
+                                     {"cursor", core::format_cursor(r.cursors.front())},
+                                     {"covers", covers}});
+    }
+    caf::anon_send(handle, published_atom::value, id, error);
   };
   ++st.publishes_in_flight;
-  logging::info("watch.notice", {{"watch", st.cfg.id.name},
-                                 {"lines", static_cast<std::uint64_t>(lines.size())},
-                                 {"cursor", st.latest ? core::format_cursor(st.latest->cursor) : ""}});
   self->send(st.cfg.notices, publish_atom::value, publish_request_ptr(std::move(req)));
 }
 
@@ -126,11 +135,13 @@ watch_debounce_actor::behavior_type watch_debounce(
       [self](published_atom, std::uint64_t, const std::string& error) {
         auto& st = self->state;
         --st.publishes_in_flight;
-        if (error.empty()) {
-          st.cfg.stats->notices.fetch_add(1, std::memory_order_relaxed);
-        } else {
-          // The position it carried is not stored; a restart redoes those events.
+        if (!error.empty()) {
+          // Its lines are lost unless no later position is ever stored: end
+          // the watch (the manager lists it as failed); a restart or a new
+          // start resumes from the last stored position and redoes them.
           logging::error("watch.notice_failed", {{"watch", st.cfg.id.name}, {"error", error}});
+          return self->quit(
+              caf::make_error(caf::sec::runtime_error, "a notice could not be stored: " + error));
         }
         maybe_save(self);
         finish_if_flushed(self);

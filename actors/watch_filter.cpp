@@ -3,6 +3,7 @@
 #include <set>
 
 #include "core/read_extraction.hpp"
+#include "core/utf8.hpp"
 #include "logging/log.hpp"
 
 namespace tidings::actors {
@@ -12,6 +13,14 @@ using self_ptr = watch_filter_actor::stateful_pointer<watch_filter_state>;
 using nlohmann::json;
 
 constexpr std::size_t fetch_page_frames = 256;
+// A notice line is for reading: a filter returning a megabyte gets it cut.
+constexpr std::size_t max_line_bytes = 4096;
+
+using line_list = std::vector<std::pair<std::string, std::string>>;
+
+void add_line(line_list& lines, std::string object_key, std::string text) {
+  lines.emplace_back(std::move(object_key), core::cut_utf8(std::move(text), max_line_bytes));
+}
 
 bool under_prefix(const watch_filter_state& st, std::string_view path) {
   return path.starts_with(st.cfg.uri.prefix);
@@ -49,9 +58,14 @@ const std::vector<persistence::path_state>& stored_paths(watch_filter_state& st)
   return *st.paths;
 }
 
+std::string shape_of(const watch_stats& stats) {
+  auto k = stats.shape.load(std::memory_order_relaxed);
+  return k < 0 ? std::string() : std::string(core::read_kind_name(static_cast<core::read_kind>(k)));
+}
+
 watch_position position(watch_filter_state& st) {
   stored_paths(st);
-  return {st.cursor, st.paths};
+  return {st.cursor, st.paths, shape_of(*st.cfg.stats)};
 }
 
 void restore_reads(watch_filter_state& st, const std::vector<persistence::path_state>& paths) {
@@ -83,7 +97,10 @@ persistence::status take_baseline(watch_filter_state& st, std::string* shape) {
     return {};
   }
   st.cursor = {meta->epoch, meta->head_seq};
+  // Paths whose baseline is found: their newest state or event-log read.
+  // A newer plain event does not hide an older read of the path.
   std::set<std::string, std::less<>> seen;
+  bool newest = true;
   auto up_to = meta->head_seq;
   std::size_t scanned = 0;
   std::vector<persistence::stored_event> page;
@@ -92,10 +109,12 @@ persistence::status take_baseline(watch_filter_state& st, std::string* shape) {
     if (auto s = st.cfg.store->read_events_backward(meta->id, up_to, n, &page); !s.ok()) return s;
     if (page.empty()) break;
     for (const auto& e : page) {
-      if (!under_prefix(st, e.ev.path) || !seen.insert(e.ev.path).second) continue;
+      if (!under_prefix(st, e.ev.path) || seen.contains(e.ev.path)) continue;
       auto data = json::parse(e.ev.data_json, nullptr, false);
       auto kind = core::record_baseline(st.reads, e.ev.path, data);
-      if (seen.size() == 1) *shape = std::string(core::read_kind_name(kind));
+      if (kind != core::read_kind::plain) seen.insert(e.ev.path);
+      if (newest) *shape = std::string(core::read_kind_name(kind));
+      newest = false;
     }
     scanned += page.size();
     up_to = page.back().seq - 1;
@@ -136,7 +155,7 @@ json sample_event(const watch_filter_state& st, const std::string& shape) {
 
 // Runs the filter (or the default line) on one extracted event.
 void filter_event(watch_filter_state& st, core::extracted_event& ev, const std::string& path,
-                  std::vector<std::pair<std::string, std::string>>& lines) {
+                  line_list& lines) {
   auto& fields = ev.fields;
   fields["watch"] = st.cfg.spec.id.name;
   fields["uri"] = st.cfg.spec.uri;
@@ -145,21 +164,21 @@ void filter_event(watch_filter_state& st, core::extracted_event& ev, const std::
   st.cfg.stats->events.fetch_add(1, std::memory_order_relaxed);
   auto type = fields.value("type", std::string());
   if (!st.filter) {
-    lines.emplace_back(ev.object_key, core::default_notice_line(fields));
+    add_line(lines, ev.object_key, core::default_notice_line(fields));
     logging::debug("watch.event", {{"watch", st.cfg.spec.id.name}, {"type", type}, {"kept", true}});
     return;
   }
   auto result = st.filter->run(fields);
   switch (result.what) {
     case filters::filter_result::outcome::keep:
-      lines.emplace_back(ev.object_key, std::move(result.text));
+      add_line(lines, ev.object_key, std::move(result.text));
       break;
     case filters::filter_result::outcome::drop:
       break;
     case filters::filter_result::outcome::error:
       st.cfg.stats->filter_errors.fetch_add(1, std::memory_order_relaxed);
       logging::warn("watch.filter_error", {{"watch", st.cfg.spec.id.name}, {"error", result.text}});
-      lines.emplace_back(ev.object_key, "filter error: " + result.text);
+      add_line(lines, ev.object_key, "filter error: " + result.text);
       break;
   }
   logging::debug("watch.event", {{"watch", st.cfg.spec.id.name},
@@ -167,8 +186,7 @@ void filter_event(watch_filter_state& st, core::extracted_event& ev, const std::
                                  {"kept", result.what != filters::filter_result::outcome::drop}});
 }
 
-void process_frame(watch_filter_state& st, const core::sse_frame& frame,
-                   std::vector<std::pair<std::string, std::string>>& lines) {
+void process_frame(watch_filter_state& st, const core::sse_frame& frame, line_list& lines) {
   if (!under_prefix(st, frame.path)) return;
   auto event = frame_event(frame);
   if (!event.is_object()) return;  // cannot happen: we encoded it
@@ -181,7 +199,7 @@ void process_frame(watch_filter_state& st, const core::sse_frame& frame,
   if (read.kind != core::read_kind::plain || st.cfg.stats->shape.load(std::memory_order_relaxed) < 0)
     st.cfg.stats->shape.store(static_cast<int>(read.kind), std::memory_order_relaxed);
   if (!read.error.empty()) {
-    lines.emplace_back("", "ERROR " + frame.path + ": malformed event-log read: " + read.error);
+    add_line(lines, "", "ERROR " + frame.path + ": malformed event-log read: " + read.error);
     return;
   }
   auto max = st.cfg.limits.max_events_per_update;
@@ -189,8 +207,9 @@ void process_frame(watch_filter_state& st, const core::sse_frame& frame,
   if (skipped > 0) read.events.resize(max);
   for (auto& ev : read.events) filter_event(st, ev, frame.path, lines);
   if (skipped > 0)
-    lines.emplace_back("", "+" + std::to_string(skipped) + " more events in one update at " + frame.path +
-                               " (not filtered)");
+    add_line(
+        lines, "",
+        "+" + std::to_string(skipped) + " more events in one update at " + frame.path + " (not filtered)");
 }
 
 // Processes the frames after the cursor and hands the lines on.
@@ -226,6 +245,7 @@ void subscribe(self_ptr self) {
   st.live = false;
   st.feed = std::make_shared<watch_feed>(watch_filter_actor(self), ++st.feed_generation,
                                          st.cfg.limits.max_queued_frames);
+  *st.registered = {st.hub, st.feed};
   fetch_after_cursor(self);
 }
 
@@ -235,13 +255,15 @@ void on_resync(self_ptr self, const std::string& reason) {
   auto before = st.cursor;
   std::string shape;
   if (auto s = take_baseline(st, &shape); !s.ok()) {
+    // Ending makes the manager list the watch as failed; a silent stop would not.
     logging::error("watch.failed", {{"watch", st.cfg.spec.id.name}, {"error", s.message()}});
-    return;
+    return self->quit(
+        caf::make_error(caf::sec::runtime_error, "reading a new baseline failed: " + s.message()));
   }
   auto out = std::make_shared<watch_output>();
-  out->lines.emplace_back("", "RESYNC " + reason + ": events after " + core::format_cursor(before) +
-                                  " may have been missed; watching again from " +
-                                  core::format_cursor(st.cursor));
+  add_line(out->lines, "",
+           "RESYNC " + reason + ": events after " + core::format_cursor(before) +
+               " may have been missed; watching again from " + core::format_cursor(st.cursor));
   out->position = position(st);
   self->send(st.cfg.debounce, lines_atom::value, watch_output_ptr(std::move(out)));
   subscribe(self);
@@ -302,14 +324,14 @@ void on_prepare(self_ptr self, const watch_prepare_request_ptr& req) {
   if (req->progress && req->progress->stream == st.cfg.uri.stream) {
     st.cursor = req->progress->cursor;
     restore_reads(st, req->progress->paths);
-    shape = st.reads.empty() ? "events" : std::string(core::read_kind_name(st.reads.begin()->second.kind));
+    if (!req->progress->shape.empty()) shape = req->progress->shape;
   } else if (auto s = take_baseline(st, &shape); !s.ok()) {
     return fail(watch_error_kind::unavailable, "reading the baseline failed: " + s.message());
   }
   if (auto kind = core::parse_read_kind(shape))
     st.cfg.stats->shape.store(static_cast<int>(*kind), std::memory_order_relaxed);
 
-  if (st.filter) {
+  if (st.filter && req->dry_run) {
     if (auto error = st.filter->dry_run(sample_event(st, shape)))
       return fail(watch_error_kind::bad_request, "on_event failed on a sample event: " + *error);
   }
@@ -323,12 +345,10 @@ void on_prepare(self_ptr self, const watch_prepare_request_ptr& req) {
 watch_filter_actor::behavior_type watch_filter(watch_filter_actor::stateful_pointer<watch_filter_state> self,
                                                watch_filter_config cfg) {
   self->state.cfg = std::move(cfg);
-  // Stopped by the manager (or the node): leave the hub's sinks first.
-  self->set_exit_handler([self](const caf::exit_msg& msg) {
-    auto& st = self->state;
-    if (st.feed && st.hub) caf::anon_send(st.hub, unsub_atom::value, fanout_sink_ptr(st.feed));
-    st.feed.reset();
-    self->quit(msg.reason);
+  // However the actor ends (stopped, or an error), its feed leaves the hub.
+  auto registered = self->state.registered;
+  self->attach_functor([registered] {
+    if (registered->second) caf::anon_send(registered->first, unsub_atom::value, registered->second);
   });
   return {
       [self](prepare_atom, const watch_prepare_request_ptr& req) { on_prepare(self, req); },

@@ -39,6 +39,8 @@ struct start_job {
   watch_entry fresh;
   watch_prepare_result prepared;
   bool replaced = false;
+  bool finished = false;   // replied; later steps do nothing
+  std::string child_died;  // a child ended after the spec was being stored
 };
 using job_ptr = std::shared_ptr<start_job>;
 
@@ -55,8 +57,30 @@ void write(self_ptr self, persistence::write_set ws, std::function<void(std::str
                                     });
 }
 
+void forget_child_waits(watch_manager_state& st, const watch_entry& entry) {
+  if (entry.filter) st.on_child_down.erase(entry.filter.address());
+  if (entry.debounce) st.on_child_down.erase(entry.debounce.address());
+}
+
+// Ends both actors of an entry; it keeps its spec, listed as failed.
+void mark_failed(watch_entry& entry, std::string error) {
+  if (entry.filter) caf::anon_send_exit(entry.filter, caf::exit_reason::user_shutdown);
+  if (entry.debounce) caf::anon_send_exit(entry.debounce, caf::exit_reason::user_shutdown);
+  entry.filter = watch_filter_actor();
+  entry.debounce = watch_debounce_actor();
+  entry.state = "failed";
+  entry.error = std::move(error);
+}
+
 void abort_start(self_ptr self, const job_ptr& job, watch_error error) {
   auto& st = self->state;
+  if (job->finished) return;
+  job->finished = true;
+  forget_child_waits(st, job->fresh);
+  // A watch being replaced was already flushed and ended: keep it listed
+  // (its spec is still the stored one) so it can be stopped or started again.
+  if (auto old = st.watches.find(job->spec.id); old != st.watches.end() && old->second.state == "stopping")
+    mark_failed(old->second, "its replacement failed to start: " + error.message);
   if (job->fresh.filter) caf::anon_send_exit(job->fresh.filter, caf::exit_reason::user_shutdown);
   if (job->fresh.debounce) caf::anon_send_exit(job->fresh.debounce, caf::exit_reason::user_shutdown);
   st.starting.erase(job->spec.id);
@@ -67,9 +91,17 @@ void abort_start(self_ptr self, const job_ptr& job, watch_error error) {
 void go_live(self_ptr self, const job_ptr& job) {
   auto& st = self->state;
   const auto& id = job->spec.id;
-  st.watches[id] = job->fresh;
+  if (job->finished) return;
+  job->finished = true;
+  forget_child_waits(st, job->fresh);
+  auto& entry = st.watches[id] = job->fresh;
   st.starting.erase(id);
-  self->send(job->fresh.filter, go_atom::value);
+  if (!job->child_died.empty()) {
+    // Stored, but one of its actors ended meanwhile: listed as failed.
+    mark_failed(entry, job->child_died);
+  } else {
+    self->send(job->fresh.filter, go_atom::value);
+  }
   logging::debug("watch.started",
                  {{"watch", id.name}, {"uri", job->spec.uri}, {"shape", job->prepared.shape}});
   job->done(watch_start_reply{std::nullopt, job->prepared.shape, job->replaced});
@@ -78,6 +110,13 @@ void go_live(self_ptr self, const job_ptr& job) {
 // The spec (and, unless resuming a stored one, the position) is durable
 // before the filter reads a single event.
 void persist_start(self_ptr self, const job_ptr& job) {
+  if (job->finished) return;
+  // From here the outcome is decided by the write; a child that ends
+  // meanwhile makes the stored watch a failed one rather than no watch.
+  for (const caf::actor_addr& child : {job->fresh.filter.address(), job->fresh.debounce.address()})
+    self->state.on_child_down[child] = [job, self](const caf::error& reason) {
+      job->child_died = "the watch's actor ended while starting: " + self->system().render(reason);
+    };
   if (job->restoring && job->progress) return go_live(self, job);
   persistence::write_set ws;
   ws.watch_deletes.push_back(job->spec.id);
@@ -87,6 +126,7 @@ void persist_start(self_ptr self, const job_ptr& job) {
   if (auto uri = core::parse_stream_uri(job->spec.uri, &error)) progress.stream = uri->stream;
   progress.cursor = job->prepared.position.cursor;
   if (job->prepared.position.paths) progress.paths = *job->prepared.position.paths;
+  progress.shape = job->prepared.position.shape;
   ws.progress_puts.emplace_back(job->spec.id, std::move(progress));
   write(self, std::move(ws), [self, job](const std::string& err) {
     if (!err.empty())
@@ -95,21 +135,40 @@ void persist_start(self_ptr self, const job_ptr& job) {
   });
 }
 
+// Ends a watch's filter and has its debounce publish what is pending, then
+// runs `then` in the manager (at once when the debounce is gone, or if it
+// ends before it could finish).
+void flush_and_then(self_ptr self, watch_entry& entry, std::function<void()> then) {
+  auto& st = self->state;
+  if (entry.filter) caf::anon_send_exit(entry.filter, caf::exit_reason::user_shutdown);
+  entry.filter = watch_filter_actor();
+  if (!entry.debounce) return then();
+  auto addr = entry.debounce.address();
+  auto once = std::make_shared<std::function<void()>>(std::move(then));
+  auto run_once = [once] {
+    if (!*once) return;
+    auto fn = std::move(*once);
+    *once = nullptr;
+    fn();
+  };
+  st.on_child_down[addr] = [run_once](const caf::error&) { run_once(); };
+  self->send(entry.debounce, flush_atom::value, in_manager(self, [self, addr, run_once] {
+               self->state.on_child_down.erase(addr);
+               run_once();
+             }));
+}
+
 void on_prepared(self_ptr self, const job_ptr& job, watch_prepare_result result) {
   auto& st = self->state;
+  if (job->finished) return;
   if (result.error) return abort_start(self, job, std::move(*result.error));
   job->prepared = std::move(result);
   auto old = st.watches.find(job->spec.id);
-  if (old == st.watches.end() || !old->second.debounce) {
-    job->replaced = old != st.watches.end();
-    return persist_start(self, job);
-  }
+  job->replaced = old != st.watches.end();
+  if (!job->replaced) return persist_start(self, job);
   // The old watch's pending lines go out before the new one writes anything.
-  job->replaced = true;
   old->second.state = "stopping";
-  caf::anon_send_exit(old->second.filter, caf::exit_reason::user_shutdown);
-  self->send(old->second.debounce, flush_atom::value,
-             in_manager(self, [self, job] { persist_start(self, job); }));
+  flush_and_then(self, old->second, [self, job] { persist_start(self, job); });
 }
 
 void begin_start(self_ptr self, const job_ptr& job) {
@@ -167,14 +226,23 @@ void begin_start(self_ptr self, const job_ptr& job) {
   fcfg.stats = stats;
   auto filter = self->system().spawn<caf::detached>(watch_filter, std::move(fcfg));
 
-  for (const caf::actor_addr& child : {filter.address(), debounce.address()}) {
-    self->monitor(child);
-    st.children.insert(child);
-  }
+  self->monitor(filter);
+  self->monitor(debounce);
+  st.filters.insert(filter.address());
+  st.debounces.insert(debounce.address());
   job->fresh = watch_entry{spec, filter, debounce, stats, "running", {}};
+  for (const caf::actor_addr& child : {filter.address(), debounce.address()})
+    st.on_child_down[child] = [self, job](const caf::error& reason) {
+      abort_start(self, job,
+                  error_of(watch_error_kind::unavailable,
+                           "the watch's actor ended while starting: " + self->system().render(reason)));
+    };
 
   auto req = std::make_shared<watch_prepare_request>();
   req->progress = job->progress;
+  // A restored spec was validated when it was first started; a dry run on
+  // today's data under today's budget must not delete a working watch.
+  req->dry_run = !job->restoring;
   watch_manager_actor handle = self;
   req->reply = [handle, self, job](watch_prepare_result r) {
     auto shared = std::make_shared<watch_prepare_result>(std::move(r));
@@ -203,11 +271,8 @@ void on_stop(self_ptr self, const watch_stop_request_ptr& req) {
       req->reply(std::nullopt, true);
     });
   };
-  auto& entry = it->second;
-  if (!entry.debounce) return forget();
-  entry.state = "stopping";
-  caf::anon_send_exit(entry.filter, caf::exit_reason::user_shutdown);
-  self->send(entry.debounce, flush_atom::value, in_manager(self, forget));
+  it->second.state = "stopping";
+  flush_and_then(self, it->second, forget);
 }
 
 std::string shape_name(const watch_stats& stats) {
@@ -277,11 +342,11 @@ void publish_restore_notices(self_ptr self, const summary_ptr& summary) {
     ev.data_json = data.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
     auto req = std::make_shared<publish_request>();
     req->events.push_back(std::move(ev));
-    req->reply = [tenant](const publish_result& r) {
+    req->reply = [tenant, text](const publish_result& r) {
       if (r.outcome == publish_outcome::unavailable)
-        logging::error("watch.restore_notice_failed", {{"tenant", tenant}, {"error", r.error}});
+        return logging::error("watch.restore_notice_failed", {{"tenant", tenant}, {"error", r.error}});
+      logging::info("watch.notice", {{"stream", watch_events_stream}, {"type", "RESTORE"}, {"text", text}});
     };
-    logging::info("watch.notice", {{"stream", watch_events_stream}, {"type", "RESTORE"}, {"text", text}});
     self->send(self->state.cfg.hubs->get({tenant, std::string(watch_events_stream)}), publish_atom::value,
                publish_request_ptr(std::move(req)));
     logging::debug("watch.restored", {{"tenant", tenant},
@@ -299,6 +364,56 @@ void drop_spec(self_ptr self, const persistence::watch_id& id) {
   });
 }
 
+// A start that resumes the stored spec from its stored position.
+job_ptr restore_job(self_ptr self, persistence::watch_spec spec) {
+  auto job = std::make_shared<start_job>();
+  job->restoring = true;
+  std::string error;
+  if (auto uri = core::parse_stream_uri(spec.uri, &error)) {
+    std::optional<persistence::watch_progress> progress;
+    if (auto s = self->state.cfg.store->get_watch_progress(spec.id, uri->stream, &progress); s.ok())
+      job->progress = std::move(progress);
+    else
+      logging::warn("watch.progress_unreadable", {{"watch", spec.id.name}, {"error", s.message()}});
+  }
+  job->spec = std::move(spec);
+  return job;
+}
+
+constexpr std::chrono::seconds max_restore_backoff{60};
+
+// A spec whose restore failed for a reason that may pass (storage, a cap on
+// unknown streams) is listed as restore_failed and tried again after a
+// growing backoff, until it starts, is stopped or is replaced.
+void keep_restore_failed(self_ptr self, const persistence::watch_spec& spec, const std::string& error,
+                         std::chrono::seconds backoff) {
+  self->state.watches[spec.id] = watch_entry{spec, {}, {}, {}, "restore_failed", error};
+  logging::warn("watch.restore_failed", {{"watch", spec.id.name},
+                                         {"error", error},
+                                         {"retry_in_s", static_cast<std::int64_t>(backoff.count())}});
+  self->delayed_send(
+      self, backoff, task_atom::value, actor_task{[self, spec, backoff] {
+        auto it = self->state.watches.find(spec.id);
+        if (it == self->state.watches.end() || it->second.state != "restore_failed" ||
+            it->second.spec.created_ms != spec.created_ms)
+          return;  // stopped or replaced meanwhile
+        auto job = restore_job(self, spec);
+        job->done = [self, spec, backoff](const watch_start_reply& r) {
+          if (!r.error) {
+            logging::debug("watch.restored", {{"watch", spec.id.name}, {"ok", true}});
+          } else if (r.error->kind == watch_error_kind::unavailable ||
+                     r.error->kind == watch_error_kind::busy) {
+            keep_restore_failed(self, spec, r.error->message, std::min(backoff * 2, max_restore_backoff));
+          } else {
+            logging::warn("watch.dropped", {{"watch", spec.id.name}, {"error", r.error->message}});
+            self->state.watches.erase(spec.id);
+            drop_spec(self, spec.id);
+          }
+        };
+        begin_start(self, job);
+      }});
+}
+
 void on_restore(self_ptr self) {
   auto& st = self->state;
   std::vector<persistence::watch_spec> specs;
@@ -309,35 +424,22 @@ void on_restore(self_ptr self) {
   if (specs.empty()) return;
   auto summary = std::make_shared<restore_summary>();
   summary->pending = specs.size();
-  auto one_done = [self, summary] {
-    if (--summary->pending == 0) publish_restore_notices(self, summary);
-  };
   for (auto& spec : specs) {
-    const auto id = spec.id;
-    summary->tenants.insert(id.tenant);
-    auto job = std::make_shared<start_job>();
-    job->restoring = true;
-    std::string error;
-    if (auto uri = core::parse_stream_uri(spec.uri, &error)) {
-      std::optional<persistence::watch_progress> progress;
-      if (auto s = st.cfg.store->get_watch_progress(id, uri->stream, &progress); s.ok())
-        job->progress = std::move(progress);
-      else
-        logging::warn("watch.progress_unreadable", {{"watch", id.name}, {"error", s.message()}});
-    }
-    job->spec = std::move(spec);
-    job->done = [self, summary, id, one_done, spec = job->spec](const watch_start_reply& r) {
+    summary->tenants.insert(spec.id.tenant);
+    auto job = restore_job(self, std::move(spec));
+    job->done = [self, summary, spec = job->spec](const watch_start_reply& r) {
+      const auto& id = spec.id;
       if (!r.error) {
         summary->restored[id.tenant].push_back(id.name);
       } else if (r.error->kind == watch_error_kind::unavailable) {
-        // Might work later: keep the spec, list it as restore_failed.
         summary->failed[id.tenant].emplace_back(id.name, r.error->message);
-        self->state.watches[id] = watch_entry{spec, {}, {}, {}, "restore_failed", r.error->message};
+        keep_restore_failed(self, spec, r.error->message, std::chrono::seconds(1));
       } else {
         summary->dropped[id.tenant].emplace_back(id.name, r.error->message);
         drop_spec(self, id);
       }
-      one_done();
+      logging::debug("watch.restored", {{"watch", id.name}, {"ok", !r.error}});
+      if (--summary->pending == 0) publish_restore_notices(self, summary);
     };
     begin_start(self, job);
   }
@@ -347,20 +449,29 @@ void on_restore(self_ptr self) {
 
 void on_down(self_ptr self, const caf::down_msg& msg) {
   auto& st = self->state;
-  st.children.erase(msg.source);
+  st.filters.erase(msg.source);
+  st.debounces.erase(msg.source);
   if (st.shutting_down) {
-    if (st.children.empty()) self->quit();
+    if (st.debounces.empty()) self->quit();
     return;
+  }
+  if (auto waiting = st.on_child_down.find(msg.source); waiting != st.on_child_down.end()) {
+    auto fn = std::move(waiting->second);
+    st.on_child_down.erase(waiting);
+    fn(msg.reason);
   }
   for (auto& [id, entry] : st.watches) {
     bool filter_died = entry.filter && entry.filter.address() == msg.source;
     bool debounce_died = entry.debounce && entry.debounce.address() == msg.source;
     if (!filter_died && !debounce_died) continue;
-    // Nobody may wait on a flush from a debounce that is gone.
-    if (debounce_died) entry.debounce = watch_debounce_actor();
-    if (entry.state != "running") continue;
-    entry.state = "failed";
-    entry.error = "the watch's actor ended: " + self->system().render(msg.reason);
+    if (entry.state != "running") {
+      // Stopping: the flush continuation above has taken care of it.
+      if (filter_died) entry.filter = watch_filter_actor();
+      if (debounce_died) entry.debounce = watch_debounce_actor();
+      continue;
+    }
+    // One half of a watch is no watch: end the other, keep the spec listed.
+    mark_failed(entry, "the watch's actor ended: " + self->system().render(msg.reason));
     logging::error("watch.failed", {{"watch", id.name}, {"error", entry.error}});
   }
 }
@@ -368,8 +479,9 @@ void on_down(self_ptr self, const caf::down_msg& msg) {
 void on_shutdown(self_ptr self) {
   auto& st = self->state;
   st.shutting_down = true;
-  for (const auto& child : st.children) caf::anon_send_exit(child, caf::exit_reason::user_shutdown);
-  if (st.children.empty()) self->quit();
+  for (const auto& child : st.filters) caf::anon_send_exit(child, caf::exit_reason::user_shutdown);
+  for (const auto& child : st.debounces) caf::anon_send_exit(child, caf::exit_reason::user_shutdown);
+  if (st.debounces.empty()) self->quit();
 }
 
 }  // namespace

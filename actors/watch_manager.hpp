@@ -11,6 +11,7 @@
 // Any failing step ends both new actors and replies with the error; a watch
 // being replaced keeps running until its successor has prepared.
 
+#include <functional>
 #include <map>
 #include <set>
 
@@ -42,7 +43,13 @@ struct watch_manager_state {
   watch_manager_config cfg;
   std::map<persistence::watch_id, watch_entry> watches;
   std::set<persistence::watch_id> starting;
-  std::set<caf::actor_addr> children;  // filters and debounces not yet down
+  // Actors not yet down. Shutdown waits for the debounces only: a filter
+  // never writes, and one stuck in a Lua C function cannot be waited for.
+  std::set<caf::actor_addr> filters;
+  std::set<caf::actor_addr> debounces;
+  // What to do when a child dies while a step waits on it (its prepare
+  // reply or its flush), so no start or stop can wait forever.
+  std::map<caf::actor_addr, std::function<void(const caf::error&)>> on_child_down;
   bool shutting_down = false;
 };
 

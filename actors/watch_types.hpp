@@ -55,6 +55,7 @@ struct watch_error {
 struct watch_position {
   core::cursor cursor;
   std::shared_ptr<const std::vector<persistence::path_state>> paths;
+  std::string shape;  // as watch_progress::shape
 };
 
 // Lines a filter produced from some events, and where that leaves it.
@@ -76,6 +77,7 @@ struct watch_prepare_result {
 struct watch_prepare_request {
   // Restore: resume from the stored progress instead of a fresh baseline.
   std::optional<persistence::watch_progress> progress;
+  bool dry_run = true;  // run the filter on a sample event
   std::function<void(watch_prepare_result)> reply;
 };
 using watch_prepare_request_ptr = std::shared_ptr<watch_prepare_request>;

@@ -3,7 +3,10 @@
 #include <caf/all.hpp>
 #include <condition_variable>
 #include <csignal>
+#include <cstdlib>
+#include <future>
 #include <mutex>
+#include <thread>
 
 #include "actors/hub_registry.hpp"
 #include "actors/watch_manager.hpp"
@@ -43,6 +46,26 @@ class drain_waiter {
   std::mutex mutex_;
   std::condition_variable cv_;
 };
+
+// Waits for every actor to end, but not forever: a watch filter stuck in a
+// Lua C function (ADR 0008) cannot be interrupted. Everything accepted is
+// written by now, so the process may end without it.
+void await_actors(caf::actor_system& system) {
+  auto done = std::make_shared<std::promise<void>>();
+  auto finished = done->get_future();
+  std::thread waiter([&system, done] {
+    system.await_all_actors_done();
+    done->set_value();
+  });
+  if (finished.wait_for(std::chrono::seconds(10)) == std::future_status::ready) {
+    waiter.join();
+    return;
+  }
+  logging::warn("node.stuck_actors", {{"waited_ms", std::int64_t{10000}}});
+  waiter.detach();
+  logging::info("node.stopped", {{"forced", true}});
+  std::_Exit(0);
+}
 
 }  // namespace
 
@@ -88,8 +111,19 @@ int run_node(const config& cfg) {
     api routes(hubs, watches, *store, cfg);
     http_server server(shards, routes, {cfg.max_header_bytes, cfg.max_body_bytes, std::chrono::seconds(60)},
                        cfg.sse);
+    // Watches end first (without flushing: their stored positions let the
+    // next start redo whatever was pending; ADR 0007).
+    auto end_watches = [&] {
+      caf::scoped_actor self{system};
+      self->send(watches, actors::shutdown_atom::value);
+      self->wait_for(watches);
+    };
     if (auto err = server.listen(cfg.listen_host, cfg.listen_port)) {
       logging::error("node.listen_failed", {{"error", *err}});
+      end_watches();
+      for (auto& h : hubs.all()) caf::anon_send_exit(h, caf::exit_reason::user_shutdown);
+      committer.stop();
+      await_actors(system);
       return 1;
     }
     for (auto& s : shards) s->start();
@@ -117,17 +151,11 @@ int run_node(const config& cfg) {
     if (!waiter.wait(cfg.drain, [&] { return sessions_left() == 0; }))
       logging::warn("node.drain_timeout", {{"sessions", static_cast<std::uint64_t>(sessions_left())}});
 
-    // Watches end first (without flushing: their stored positions let the
-    // next start redo whatever was pending), then everything accepted is
-    // written before the hubs go away.
-    {
-      caf::scoped_actor self{system};
-      self->send(watches, actors::shutdown_atom::value);
-      self->wait_for(watches);
-    }
+    end_watches();
+    // Everything accepted is written before the hubs go away.
     committer.stop();
     for (auto& h : hubs.all()) caf::anon_send_exit(h, caf::exit_reason::user_shutdown);
-    system.await_all_actors_done();
+    await_actors(system);
     for (auto& s : shards) s->stop_context();
     for (auto& s : shards) s->join();
     for (auto& s : shards) s->discard_sessions();

@@ -21,9 +21,8 @@ constexpr std::size_t max_change_depth = 3;
 constexpr std::size_t max_shown_changes = 3;
 constexpr std::size_t max_value_bytes = 40;
 
-constexpr std::string_view arrow = "\xe2\x86\x92";     // →
-constexpr std::string_view ellipsis = "\xe2\x80\xa6";  // …
-constexpr std::string_view absent = "\xe2\x88\x85";    // ∅, a key on one side only
+constexpr std::string_view arrow = "\xe2\x86\x92";   // →
+constexpr std::string_view absent = "\xe2\x88\x85";  // ∅, a key on one side only
 constexpr std::string_view replacement = "\xef\xbf\xbd";
 
 // Never throws: invalid UTF-8 in strings is replaced instead of raising 316.
@@ -287,13 +286,7 @@ void diff_objects(const json& before, const json& after, std::vector<extracted_e
 }
 
 std::string cut(std::string value) {
-  if (value.size() <= max_value_bytes) return value;
-  std::size_t n = max_value_bytes;
-  // Back off over continuation bytes so no UTF-8 sequence is split.
-  for (int i = 0; i < 3 && n > 0 && (static_cast<unsigned char>(value[n]) & 0xc0) == 0x80; ++i) --n;
-  value.resize(n);
-  value += ellipsis;
-  return value;
+  return cut_utf8(std::move(value), max_value_bytes);
 }
 
 std::string shown(const json* value) {

@@ -71,7 +71,8 @@ stream_read apply_stream_event(path_reads& reads, const std::string& path, const
   if (out.kind == read_kind::plain) {
     extracted_event ev;
     ev.fields = {{"type", type}, {"key", path}, {"object", data}};
-    ev.object_key = path;
+    // No object identity: a repeated MODIFIED of one path is news each time
+    // (the default line carries no data), so only ×N collapsing applies.
     out.events.push_back(std::move(ev));
     return out;
   }

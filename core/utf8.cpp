@@ -31,4 +31,14 @@ std::size_t utf8_sequence(std::string_view s, std::size_t pos, std::uint32_t* co
   return len;
 }
 
+std::string cut_utf8(std::string value, std::size_t max_bytes) {
+  if (value.size() <= max_bytes) return value;
+  std::size_t n = max_bytes;
+  // Back off over continuation bytes so no UTF-8 sequence is split.
+  for (int i = 0; i < 3 && n > 0 && (static_cast<unsigned char>(value[n]) & 0xc0) == 0x80; ++i) --n;
+  value.resize(n);
+  value += "\u2026";
+  return value;
+}
+
 }  // namespace tidings::core

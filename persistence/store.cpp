@@ -175,12 +175,15 @@ std::string serialize_snapshot(const watch_progress& w) {
     ps->set_has_last_seq(state.last_seq.has_value());
     if (state.last_seq) ps->set_last_seq(*state.last_seq);
   }
+  p.set_shape(w.shape);
   return p.SerializeAsString();
 }
 
-bool parse_snapshot(std::string_view bytes, std::vector<path_state>* out) {
+bool parse_snapshot(std::string_view bytes, watch_progress* progress) {
   proto::WatchSnapshot p;
   if (!parse_message(bytes, &p)) return false;
+  progress->shape = p.shape();
+  auto* out = &progress->paths;
   out->clear();
   for (const auto& ps : p.paths()) {
     path_state state{ps.path(), ps.shape(), ps.state_json(), std::nullopt};
@@ -419,7 +422,7 @@ status store::get_watch_progress(const watch_id& id, const std::string& stream,
   got = db_->Get(rocksdb::ReadOptions(), families_[snapshots_cf], watch_snapshot_key(id.tenant, id.name),
                  &value);
   if (got.ok()) {
-    if (!parse_snapshot(value, &progress.paths)) return status::error("corrupt snapshot of watch " + id.name);
+    if (!parse_snapshot(value, &progress)) return status::error("corrupt snapshot of watch " + id.name);
   } else if (!got.IsNotFound()) {
     return from(got, "read the snapshot of watch " + id.name);
   }

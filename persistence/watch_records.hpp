@@ -41,6 +41,7 @@ struct watch_progress {
   std::string stream;
   core::cursor cursor;
   std::vector<path_state> paths;
+  std::string shape;  // of the newest read: "state", "event-log", "events", or "" (none yet)
 };
 
 }  // namespace tidings::persistence

@@ -74,6 +74,7 @@ TEST_CASE("after kill -9 a restored watch notifies pending changes exactly once"
   for (const auto& w : list) {
     CHECK(w["state"] == "running");
     CHECK(w["restore_failed"] == false);
+    CHECK(w["shape"] == "state");  // restored with the position, not guessed
   }
 
   // A sentinel change after the restart: everything before it arrives first,
@@ -127,4 +128,38 @@ TEST_CASE("a restart restores each watch once and drops the ones over the limit"
   CHECK(notices[1].data["restored"] == json{"a", "b"});
   CHECK(notices[1].data["dropped"].empty());
   CHECK(list_watches(ep).size() == 2);
+}
+
+TEST_CASE("a restore that fails for a passing reason is listed and retried until it starts", "[watch][restart]") {
+  temp_dir dir;
+  {
+    tidingsd_process node(dir.path());
+    start_watch_ok(node.endpoint(), {{"name", "later"}, {"uri", "stream://later/notes"}, {"debounce_ms", 0}});
+    REQUIRE(node.terminate() == 0);
+  }
+  // No room for streams nobody has published to: the watched stream is one.
+  // (So this test reads history instead of subscribing to streams that do
+  // not exist yet, and awaits log lines.)
+  tidingsd_process node(dir.path(), {"--max-unknown-streams", "0", "--verbose"});
+  auto ep = node.endpoint();
+  REQUIRE(node.await_log(R"("event":"watch.notice","stream":"watches","type":"RESTORE")", 20s));
+  auto notices = read_history(ep, "watches");
+  REQUIRE(notices.size() == 1);
+  auto restore = notices[0]["data"];
+  CHECK(restore["restored"].empty());
+  REQUIRE(restore["failed"].size() == 1);
+  CHECK(restore["failed"][0]["name"] == "later");
+  auto listed = list_watches(ep);
+  REQUIRE(listed.size() == 1);
+  CHECK(listed[0]["restore_failed"] == true);
+  CHECK(listed[0]["state"] == "restore_failed");
+
+  // Once the stream exists the next retry starts the watch, from where it was.
+  publish_state(ep, "later", "/notes", {{"owner", "ann"}});
+  REQUIRE(node.await_log(R"("event":"watch.restored","watch":"later","ok":true)", 20s));
+  REQUIRE(node.await_log(R"("event":"watch.notice","watch":"later")", 20s));
+  auto got = read_history(ep, "watch:later");
+  REQUIRE(got.size() == 1);
+  CHECK(got[0]["data"]["lines"] == json{"ADDED owner"});
+  CHECK(list_watches(ep)[0]["state"] == "running");
 }

@@ -99,7 +99,7 @@ TEST_CASE("a filtered watch turns published snapshots into debounced notices on 
   CHECK(w["events"] == 5);  // ADDED, MODIFIED, DELETED, ADDED, MODIFIED
 }
 
-TEST_CASE("without a filter the default lines are deduplicated and collapsed", "[watch]") {
+TEST_CASE("without a filter the default lines collapse within a notice", "[watch]") {
   temp_dir dir;
   tidingsd_process node(dir.path());
   auto ep = node.endpoint();
@@ -109,13 +109,19 @@ TEST_CASE("without a filter the default lines are deduplicated and collapsed", "
 
   // Plain events (not snapshots) pass through as TYPE key.
   publish(ep, "library", event_json("/docs/a.md", "MODIFIED", {{"title", "A"}}));
-  publish(ep, "library", event_json("/docs/a.md", "MODIFIED", {{"title", "A2"}}));  // same line: deduped
+  publish(ep, "library", event_json("/docs/a.md", "MODIFIED", {{"title", "A2"}}));  // the same line
   publish(ep, "library", event_json("/docs/b.md", "ADDED", {{"title", "B"}}));
   publish(ep, "library", event_json("/other/c.md", "ADDED", {{"title", "C"}}));  // outside the prefix
 
   auto got = await_notices(notices, 1, 20s);
   REQUIRE(got.size() == 1);
-  CHECK(notice_lines(got[0]) == lines{"MODIFIED /docs/a.md", "ADDED /docs/b.md"});
+  CHECK(notice_lines(got[0]) == lines{"MODIFIED /docs/a.md \u00d72", "ADDED /docs/b.md"});
+
+  // Plain events have no object identity: the same line later is news again.
+  publish(ep, "library", event_json("/docs/a.md", "MODIFIED", {{"title", "A3"}}));
+  auto again = await_notices(notices, 1, 20s);
+  REQUIRE(again.size() == 1);
+  CHECK(notice_lines(again[0]) == lines{"MODIFIED /docs/a.md"});
 }
 
 TEST_CASE("a filter that cannot start fails POST /v1/watches with 400 and creates nothing", "[watch]") {
@@ -277,4 +283,43 @@ TEST_CASE("a filter slower than the stream catches up page by page without losin
     for (auto& line : notice_lines(got[0])) seen.push_back(line);
   }
   CHECK(seen == lines{"n=250", "n=500", "n=750", "n=1000"});
+}
+
+TEST_CASE("a filter reads other resources through read_resource and list_resources", "[watch]") {
+  temp_dir dir;
+  tidingsd_process node(dir.path());
+  auto ep = node.endpoint();
+  publish_state(ep, "config", "/owners", {{"bid-1", "ann"}});
+  publish(ep, "memo", event_json("/notes", "ADDED", 1));
+  start_watch_ok(ep, {{"name", "enrich"},
+                      {"uri", "stream://market/bids"},
+                      {"debounce_ms", 0},
+                      {"on_event", R"lua(
+local owners = read_resource("stream://config/owners")
+local names = {}
+for _, r in ipairs(list_resources()) do names[#names + 1] = r.name end
+table.sort(names)
+return event.key .. " owned by " .. tostring(owners[event.key]) .. " among " .. table.concat(names, ","))lua"}});
+  client::sse_stream out(ep, sse_target({"watch:enrich"}));
+  await_hello(out);
+  publish_state(ep, "market", "/bids", {{"bid-1", 1}});
+  auto got = await_notices(out, 1, 20s);
+  REQUIRE(got.size() == 1);
+  CHECK(notice_lines(got[0]) == lines{"bid-1 owned by ann among config,market,memo"});
+}
+
+TEST_CASE("a path's baseline is its newest read even under a newer plain event", "[watch]") {
+  temp_dir dir;
+  tidingsd_process node(dir.path());
+  auto ep = node.endpoint();
+  publish_state(ep, "memo", "/notes", {{"owner", "ann"}, {"todo", "milk"}});
+  publish(ep, "memo", event_json("/notes", "TOUCHED", {{"by", "cron"}}));
+  auto started = start_watch_ok(ep, {{"name", "notes"}, {"uri", "stream://memo/notes"}, {"debounce_ms", 0}});
+  CHECK(started["shape"] == "events");  // the newest event there is plain
+  client::sse_stream out(ep, sse_target({"watch:notes"}));
+  await_hello(out);
+  publish_state(ep, "memo", "/notes", {{"owner", "bob"}, {"todo", "milk"}});
+  auto got = await_notices(out, 1, 20s);
+  REQUIRE(got.size() == 1);
+  CHECK(notice_lines(got[0]) == lines{"MODIFIED owner (ann→bob)"});  // not everything ADDED
 }

@@ -30,6 +30,7 @@ watch_progress make_progress(std::uint64_t seq) {
   p.cursor = {0xabcdef, seq};
   p.paths.push_back({"/notes", "state", R"({"owner":"ann"})", std::nullopt});
   p.paths.push_back({"/log", "event-log", "", 41});
+  p.shape = "event-log";
   return p;
 }
 
@@ -65,6 +66,7 @@ TEST_CASE("watch specs and progress survive a reopen", "[store][watches]") {
   CHECK(progress->paths[0].state_json == R"({"owner":"ann"})");
   CHECK_FALSE(progress->paths[0].last_seq);
   CHECK(progress->paths[1].last_seq == std::optional<std::uint64_t>(41));
+  CHECK(progress->shape == "event-log");
 
   REQUIRE(db->get_watch_progress({"default", "plain"}, "memo", &progress).ok());
   CHECK_FALSE(progress);
