@@ -63,8 +63,10 @@ using watch_debounce_actor = caf::typed_actor<
     caf::reacts_to<published_atom, std::uint64_t, std::string>,
     // A position without a notice was written, or failed (error or empty).
     caf::reacts_to<saved_atom, std::string>,
-    // Publish whatever is pending, then quit and run the task.
-    caf::reacts_to<flush_atom, actor_task>>;
+    // Publish whatever is pending (or, when false, drop it: a successor
+    // redoes it from the stored position), wait for what is in flight, then
+    // quit and run the task.
+    caf::reacts_to<flush_atom, bool, actor_task>>;
 
 using watch_manager_actor = caf::typed_actor<
     // POST /v1/watches

@@ -9,13 +9,29 @@ namespace {
 using self_ptr = watch_debounce_actor::stateful_pointer<watch_debounce_state>;
 using clock = core::notice_batcher::clock;
 
-persistence::watch_progress progress_of(const watch_debounce_state& st, const watch_position& pos) {
+// The latest position as a write: its cursor and the paths changed since
+// the last write. Taking it clears what was unsaved.
+persistence::watch_progress take_progress(watch_debounce_state& st) {
   persistence::watch_progress p;
   p.stream = st.cfg.stream;
-  p.cursor = pos.cursor;
-  if (pos.paths) p.paths = *pos.paths;
-  p.shape = pos.shape;
+  p.cursor = st.latest->cursor;
+  p.shape = st.latest->shape;
+  p.replace_paths = st.unsaved_reset;
+  for (auto& [path, state] : st.unsaved_paths) p.paths.push_back(std::move(state));
+  st.unsaved_paths.clear();
+  st.unsaved_reset = false;
+  st.saved = p.cursor;
   return p;
+}
+
+void remember(watch_debounce_state& st, const watch_position& pos) {
+  if (pos.reset) {
+    st.unsaved_paths.clear();
+    st.unsaved_reset = true;
+  }
+  if (pos.changed)
+    for (const auto& state : *pos.changed) st.unsaved_paths[state.path] = state;
+  st.latest = pos;
 }
 
 void finish_if_flushed(self_ptr self) {
@@ -33,9 +49,8 @@ void maybe_save(self_ptr self) {
   if (st.on_flushed || !st.latest || st.latest->cursor == st.saved) return;
   if (st.publishes_in_flight > 0 || st.save_in_flight || st.batcher.pending()) return;
   persistence::write_set ws;
-  ws.progress_puts.emplace_back(st.cfg.id, progress_of(st, *st.latest));
+  ws.progress_puts.emplace_back(st.cfg.id, take_progress(st));
   st.save_in_flight = true;
-  st.saved = st.latest->cursor;
   watch_debounce_actor handle = self;
   st.cfg.committer->submit(std::move(ws), [handle](const persistence::status& s) {
     caf::anon_send(handle, saved_atom::value, s.message());
@@ -59,10 +74,7 @@ void publish(self_ptr self, std::vector<std::string> lines, bool with_progress) 
 
   auto req = std::make_shared<publish_request>();
   req->events.push_back(std::move(ev));
-  if (with_progress && st.latest) {
-    req->progress.emplace_back(st.cfg.id, progress_of(st, *st.latest));
-    st.saved = st.latest->cursor;
-  }
+  if (with_progress && st.latest) req->progress.emplace_back(st.cfg.id, take_progress(st));
   watch_debounce_actor handle = self;
   auto covers = st.latest ? core::format_cursor(st.latest->cursor) : std::string();
   req->reply = [handle, id, name = st.cfg.id.name, count = lines.size(), covers,
@@ -106,7 +118,7 @@ void flush_due(self_ptr self) {
 void on_lines(self_ptr self, const watch_output_ptr& out) {
   auto& st = self->state;
   if (st.on_flushed) return;  // stopping: the watch no longer produces notices
-  st.latest = out->position;
+  remember(st, out->position);
   auto now = clock::now();
   for (const auto& [key, line] : out->lines) st.batcher.add(key, line, now);
   if (st.batcher.pending()) {
@@ -154,10 +166,10 @@ watch_debounce_actor::behavior_type watch_debounce(
         maybe_save(self);
         finish_if_flushed(self);
       },
-      [self](flush_atom, const actor_task& done) {
+      [self](flush_atom, bool publish_pending, const actor_task& done) {
         auto& st = self->state;
         auto lines = st.batcher.take_all();
-        if (!lines.empty()) publish(self, std::move(lines), false);
+        if (publish_pending && !lines.empty()) publish(self, std::move(lines), false);
         st.on_flushed = done;
         finish_if_flushed(self);
       },

@@ -11,7 +11,9 @@
 // position can never overwrite a newer one).
 
 #include <cstdint>
+#include <map>
 #include <optional>
+#include <string>
 
 #include "actors/hub_actor.hpp"
 #include "actors/watch_actors.hpp"
@@ -36,6 +38,10 @@ struct watch_debounce_state {
   core::notice_batcher batcher;
   std::optional<watch_position> latest;  // from the filter's last output
   core::cursor saved;                    // newest position written or in flight
+  // Path states changed since the last position written (merged from every
+  // output since), and whether the stored set must be replaced.
+  std::map<std::string, persistence::path_state> unsaved_paths;
+  bool unsaved_reset = false;
 
   std::uint64_t timer_generation = 0;
   bool timer_armed = false;

@@ -41,21 +41,13 @@ json frame_event(const core::sse_frame& frame) {
   return json::parse(payload, nullptr, false);
 }
 
-const std::vector<persistence::path_state>& stored_paths(watch_filter_state& st) {
-  if (st.paths_dirty || !st.paths) {
-    auto out = std::make_shared<std::vector<persistence::path_state>>();
-    for (const auto& [path, read] : st.reads) {
-      persistence::path_state ps;
-      ps.path = path;
-      ps.shape = std::string(core::read_kind_name(read.kind));
-      if (read.kind == core::read_kind::state) ps.state_json = read.state.dump();
-      ps.last_seq = read.last_seq;
-      out->push_back(std::move(ps));
-    }
-    st.paths = std::move(out);
-    st.paths_dirty = false;
-  }
-  return *st.paths;
+persistence::path_state stored_form(const std::string& path, const core::path_read& read) {
+  persistence::path_state ps;
+  ps.path = path;
+  ps.shape = std::string(core::read_kind_name(read.kind));
+  if (read.kind == core::read_kind::state) ps.state_json = read.state.dump();
+  ps.last_seq = read.last_seq;
+  return ps;
 }
 
 std::string shape_of(const watch_stats& stats) {
@@ -63,9 +55,21 @@ std::string shape_of(const watch_stats& stats) {
   return k < 0 ? std::string() : std::string(core::read_kind_name(static_cast<core::read_kind>(k)));
 }
 
+// The position after what was processed, with the paths changed since the
+// previous one (every path after a new baseline).
 watch_position position(watch_filter_state& st) {
-  stored_paths(st);
-  return {st.cursor, st.paths, shape_of(*st.cfg.stats)};
+  auto changed = std::make_shared<std::vector<persistence::path_state>>();
+  if (st.reset) {
+    for (const auto& [path, read] : st.reads) changed->push_back(stored_form(path, read));
+  } else {
+    for (const auto& path : st.dirty)
+      if (auto it = st.reads.find(path); it != st.reads.end())
+        changed->push_back(stored_form(path, it->second));
+  }
+  watch_position pos{st.cursor, std::move(changed), st.reset, shape_of(*st.cfg.stats)};
+  st.dirty.clear();
+  st.reset = false;
+  return pos;
 }
 
 void restore_reads(watch_filter_state& st, const std::vector<persistence::path_state>& paths) {
@@ -80,7 +84,9 @@ void restore_reads(watch_filter_state& st, const std::vector<persistence::path_s
     read.last_seq = ps.last_seq;
     st.reads.emplace(ps.path, std::move(read));
   }
-  st.paths_dirty = true;
+  // The stored paths are these already; only later changes need writing.
+  st.dirty.clear();
+  st.reset = false;
 }
 
 // The head of the stream becomes the cursor; the newest read of each path
@@ -88,7 +94,8 @@ void restore_reads(watch_filter_state& st, const std::vector<persistence::path_s
 // Returns the shape of the newest event under the prefix ("empty": none).
 persistence::status take_baseline(watch_filter_state& st, std::string* shape) {
   st.reads.clear();
-  st.paths_dirty = true;
+  st.dirty.clear();
+  st.reset = true;
   *shape = "empty";
   std::optional<persistence::stream_meta> meta;
   if (auto s = st.cfg.store->get_stream(st.cfg.spec.id.tenant, st.cfg.uri.stream, &meta); !s.ok()) return s;
@@ -157,6 +164,9 @@ json sample_event(const watch_filter_state& st, const std::string& shape) {
 void filter_event(watch_filter_state& st, core::extracted_event& ev, const std::string& path,
                   line_list& lines) {
   auto& fields = ev.fields;
+  // The default line is the change's own: made before the watch's context
+  // (which differs for every event) is added.
+  std::string default_line = st.filter ? std::string() : core::default_notice_line(fields);
   fields["watch"] = st.cfg.spec.id.name;
   fields["uri"] = st.cfg.spec.uri;
   fields["path"] = path;
@@ -164,7 +174,7 @@ void filter_event(watch_filter_state& st, core::extracted_event& ev, const std::
   st.cfg.stats->events.fetch_add(1, std::memory_order_relaxed);
   auto type = fields.value("type", std::string());
   if (!st.filter) {
-    add_line(lines, ev.object_key, core::default_notice_line(fields));
+    add_line(lines, ev.object_key, std::move(default_line));
     logging::debug("watch.event", {{"watch", st.cfg.spec.id.name}, {"type", type}, {"kept", true}});
     return;
   }
@@ -193,7 +203,7 @@ void process_frame(watch_filter_state& st, const core::sse_frame& frame, line_li
   auto data = event.contains("data") ? event["data"] : json();
   auto type = event.value("type", std::string("CHANGED"));
   auto read = core::apply_stream_event(st.reads, frame.path, type, data);
-  if (read.kind != core::read_kind::plain) st.paths_dirty = true;
+  if (read.kind != core::read_kind::plain) st.dirty.insert(frame.path);
   // The shape is that of the last state or event-log read; plain events
   // name it only until one comes.
   if (read.kind != core::read_kind::plain || st.cfg.stats->shape.load(std::memory_order_relaxed) < 0)
@@ -204,12 +214,14 @@ void process_frame(watch_filter_state& st, const core::sse_frame& frame, line_li
   }
   auto max = st.cfg.limits.max_events_per_update;
   auto skipped = read.events.size() > max ? read.events.size() - max : 0;
-  if (skipped > 0) read.events.resize(max);
+  if (skipped > 0) {
+    read.events.resize(max);
+    // First, so the notice's own 20-line cap cannot hide it.
+    add_line(lines, "",
+             std::to_string(skipped + max) + " events in one update at " + frame.path + "; only the first " +
+                 std::to_string(max) + " were filtered");
+  }
   for (auto& ev : read.events) filter_event(st, ev, frame.path, lines);
-  if (skipped > 0)
-    add_line(
-        lines, "",
-        "+" + std::to_string(skipped) + " more events in one update at " + frame.path + " (not filtered)");
 }
 
 // Processes the frames after the cursor and hands the lines on.

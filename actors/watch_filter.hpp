@@ -11,6 +11,8 @@
 //                 └──────────resync──> new baseline, a RESYNC line, catching_up
 
 #include <memory>
+#include <set>
+#include <string>
 
 #include "actors/hub_registry.hpp"
 #include "actors/stream_resources.hpp"
@@ -39,9 +41,10 @@ struct watch_filter_state {
   std::unique_ptr<filters::lua_filter> filter;
 
   core::path_reads reads;
-  // reads as stored form; rebuilt when a state or event-log read changes it.
-  std::shared_ptr<const std::vector<persistence::path_state>> paths;
-  bool paths_dirty = true;
+  // Paths changed since the last position handed on; all of them after a
+  // new baseline (reset).
+  std::set<std::string, std::less<>> dirty;
+  bool reset = true;
 
   core::cursor cursor;  // the last event processed (epoch 0: stream not created yet)
   hub_actor hub;

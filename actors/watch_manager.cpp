@@ -39,8 +39,10 @@ struct start_job {
   watch_entry fresh;
   watch_prepare_result prepared;
   bool replaced = false;
-  bool finished = false;   // replied; later steps do nothing
-  std::string child_died;  // a child ended after the spec was being stored
+  bool finished = false;           // replied; later steps do nothing
+  bool prepared_received = false;  // the filter answered prepare
+  bool continuing = false;         // replacing a watch of the same URI from its stored position
+  std::string child_died;          // a child ended after the spec was being stored
 };
 using job_ptr = std::shared_ptr<start_job>;
 
@@ -125,7 +127,8 @@ void persist_start(self_ptr self, const job_ptr& job) {
   std::string error;
   if (auto uri = core::parse_stream_uri(job->spec.uri, &error)) progress.stream = uri->stream;
   progress.cursor = job->prepared.position.cursor;
-  if (job->prepared.position.paths) progress.paths = *job->prepared.position.paths;
+  if (job->prepared.position.changed) progress.paths = *job->prepared.position.changed;
+  progress.replace_paths = job->prepared.position.reset;
   progress.shape = job->prepared.position.shape;
   ws.progress_puts.emplace_back(job->spec.id, std::move(progress));
   write(self, std::move(ws), [self, job](const std::string& err) {
@@ -138,7 +141,7 @@ void persist_start(self_ptr self, const job_ptr& job) {
 // Ends a watch's filter and has its debounce publish what is pending, then
 // runs `then` in the manager (at once when the debounce is gone, or if it
 // ends before it could finish).
-void flush_and_then(self_ptr self, watch_entry& entry, std::function<void()> then) {
+void flush_and_then(self_ptr self, watch_entry& entry, bool publish_pending, std::function<void()> then) {
   auto& st = self->state;
   if (entry.filter) caf::anon_send_exit(entry.filter, caf::exit_reason::user_shutdown);
   entry.filter = watch_filter_actor();
@@ -152,23 +155,61 @@ void flush_and_then(self_ptr self, watch_entry& entry, std::function<void()> the
     fn();
   };
   st.on_child_down[addr] = [run_once](const caf::error&) { run_once(); };
-  self->send(entry.debounce, flush_atom::value, in_manager(self, [self, addr, run_once] {
+  self->send(entry.debounce, flush_atom::value, publish_pending, in_manager(self, [self, addr, run_once] {
                self->state.on_child_down.erase(addr);
                run_once();
              }));
 }
 
+void on_prepared(self_ptr self, const job_ptr& job, watch_prepare_result result);
+
+// Prepares the new filter again, from the replaced watch's stored position
+// (read now that the old watch has nothing in flight).
+void continue_from_stored(self_ptr self, const job_ptr& job) {
+  if (job->finished) return;
+  auto& st = self->state;
+  std::string error;
+  auto uri = core::parse_stream_uri(job->spec.uri, &error);
+  std::optional<persistence::watch_progress> progress;
+  if (uri) {
+    if (auto s = st.cfg.store->get_watch_progress(job->spec.id, uri->stream, &progress); !s.ok())
+      return abort_start(self, job,
+                         error_of(watch_error_kind::unavailable, "reading the position: " + s.message()));
+  }
+  if (!progress) return persist_start(self, job);  // nothing stored: the fresh baseline stands
+  job->continuing = true;
+  job->progress = progress;
+  auto req = std::make_shared<watch_prepare_request>();
+  req->progress = std::move(progress);
+  req->dry_run = false;  // done in the first prepare
+  watch_manager_actor handle = self;
+  req->reply = [handle, self, job](watch_prepare_result r) {
+    auto shared = std::make_shared<watch_prepare_result>(std::move(r));
+    post(handle, [self, job, shared] { on_prepared(self, job, std::move(*shared)); });
+  };
+  self->send(job->fresh.filter, prepare_atom::value, watch_prepare_request_ptr(std::move(req)));
+}
+
 void on_prepared(self_ptr self, const job_ptr& job, watch_prepare_result result) {
   auto& st = self->state;
+  job->prepared_received = true;
   if (job->finished) return;
   if (result.error) return abort_start(self, job, std::move(*result.error));
   job->prepared = std::move(result);
+  if (job->continuing) return persist_start(self, job);
   auto old = st.watches.find(job->spec.id);
   job->replaced = old != st.watches.end();
   if (!job->replaced) return persist_start(self, job);
-  // The old watch's pending lines go out before the new one writes anything.
   old->second.state = "stopping";
-  flush_and_then(self, old->second, [self, job] { persist_start(self, job); });
+  if (old->second.spec.uri != job->spec.uri || job->restoring) {
+    // Another source: the old watch's pending lines go out first, and the
+    // new one starts from the baseline it just took.
+    return flush_and_then(self, old->second, true, [self, job] { persist_start(self, job); });
+  }
+  // Same source, new filter: the new watch carries on from the old one's
+  // stored position, so every change after its last notice is seen by the
+  // new filter, once. The old one's pending lines are dropped, not sent.
+  flush_and_then(self, old->second, false, [self, job] { continue_from_stored(self, job); });
 }
 
 void begin_start(self_ptr self, const job_ptr& job) {
@@ -249,6 +290,17 @@ void begin_start(self_ptr self, const job_ptr& job) {
     post(handle, [self, job, shared] { on_prepared(self, job, std::move(*shared)); });
   };
   self->send(filter, prepare_atom::value, watch_prepare_request_ptr(std::move(req)));
+  // A filter stuck in a C function past its budget must not hold the name
+  // (and the caller) forever.
+  auto deadline = std::chrono::seconds(30) + 2 * st.cfg.limits.filter.budget;
+  self->delayed_send(
+      self, deadline, task_atom::value, actor_task{[self, job, deadline] {
+        if (job->finished || job->prepared_received) return;
+        abort_start(self, job,
+                    error_of(watch_error_kind::unavailable,
+                             "the watch was not ready within " + std::to_string(deadline.count() / 1000) +
+                                 " s (its filter or baseline read did not finish)"));
+      }});
 }
 
 void on_stop(self_ptr self, const watch_stop_request_ptr& req) {
@@ -272,7 +324,7 @@ void on_stop(self_ptr self, const watch_stop_request_ptr& req) {
     });
   };
   it->second.state = "stopping";
-  flush_and_then(self, it->second, forget);
+  flush_and_then(self, it->second, true, forget);
 }
 
 std::string shape_name(const watch_stats& stats) {

@@ -54,8 +54,11 @@ struct watch_error {
 // `cursor` is reflected in `paths` (shared, rebuilt only when it changes).
 struct watch_position {
   core::cursor cursor;
-  std::shared_ptr<const std::vector<persistence::path_state>> paths;
-  std::string shape;  // as watch_progress::shape
+  // The paths whose state changed since the previous position (every path
+  // when `reset`): storing a position writes only what changed.
+  std::shared_ptr<const std::vector<persistence::path_state>> changed;
+  bool reset = false;  // a new baseline: the stored paths are replaced
+  std::string shape;   // as watch_progress::shape
 };
 
 // Lines a filter produced from some events, and where that leaves it.

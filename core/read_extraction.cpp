@@ -445,6 +445,14 @@ std::optional<std::string> extract_event_log(const nlohmann::json& body,
                    [](const entry& a, const entry& b) { return a.seq < b.seq; });
   std::uint64_t oldest = entries.front().seq;
   std::uint64_t newest = entries.back().seq;
+  if (last_seen && newest < *last_seen) {
+    // Every seq is below one already seen: the server's log started over
+    // (a restart, a new ring). Say so, then read it as a first read.
+    extracted_event reset;
+    reset.fields = {{"type", "GAP"}, {"reset", true}, {"last_seen", *last_seen}, {"newest", newest}};
+    result.events.push_back(std::move(reset));
+    last_seen.reset();
+  }
   result.last_seen = last_seen ? std::max(*last_seen, newest) : newest;
 
   // Written so that last_seen + 1 cannot overflow.
@@ -485,6 +493,12 @@ std::string default_notice_line(const nlohmann::json& event) {
   const std::string* type = string_member(event, "type");
   if (type == nullptr) return sanitized(compact(event));
   if (*type == "GAP") {
+    if (const json* reset = member(event, "reset"); reset != nullptr && *reset == true) {
+      auto newest = unsigned_value(member(event, "newest"));
+      return "GAP the event log started over" +
+             (newest ? " (now at seq " + std::to_string(*newest) + ")" : "") +
+             "; events may have been missed";
+    }
     if (auto missed = unsigned_value(member(event, "missed"))) {
       return "GAP " + std::to_string(*missed) + " events missed";
     }

@@ -70,7 +70,9 @@ struct event_log_read {
 // seq > last_seen, in seq order. When last_seen is set and the oldest seq in
 // the read is beyond last_seen + 1, a GAP event comes first with fields
 // type "GAP", from (last_seen + 1), to (oldest - 1), missed (count).
-// ERROR events pass through with their message. A MODIFIED with object and
+// When every seq in the read is below last_seen, the log started over: a GAP
+// with reset true, last_seen and newest comes first, then the read's events
+// as on a first read. ERROR events pass through with their message. A MODIFIED with object and
 // old gets `changed` and is dropped when it is empty. Keys: object_key is the
 // object's metadata.uid, else namespace/name, else empty; `key` is
 // namespace/name or name when the object has metadata.name.

@@ -99,6 +99,9 @@ class encoder {
 
   nlohmann::json encode(int index, int depth) {
     index = lua_absindex(L_, index);
+    // The Lua heap is capped, but one string referenced a thousand times is
+    // cheap there and a thousand copies here: bound what the JSON may hold.
+    spend(16);
     switch (lua_type(L_, index)) {
       case LUA_TNIL:
       case LUA_TNONE:
@@ -110,6 +113,7 @@ class encoder {
       case LUA_TSTRING: {
         std::size_t n = 0;
         const char* s = lua_tolstring(L_, index, &n);
+        spend(n);
         return std::string(s, n);
       }
       case LUA_TTABLE:
@@ -174,6 +178,7 @@ class encoder {
             std::size_t n = 0;
             const char* s = lua_tolstring(L_, -2, &n);
             key.assign(s, n);
+            spend(n);
             break;
           }
           case LUA_TNUMBER:
@@ -190,7 +195,17 @@ class encoder {
     return out;
   }
 
+  void spend(std::size_t bytes) {
+    if (bytes > budget_) {
+      lua_pushfstring(L_, "on_event: the returned value is larger than %d KiB as JSON",
+                      static_cast<int>(max_json_bytes >> 10));
+      lua_error(L_);
+    }
+    budget_ -= bytes;
+  }
+
   lua_State* L_;
+  std::size_t budget_ = max_json_bytes;
   std::vector<const void*> path_;  // tables being encoded, outermost first
 };
 

@@ -1,5 +1,7 @@
 #include "filters/sandbox.hpp"
 
+#include "filters/pattern_cost.hpp"
+
 #include <algorithm>
 #include <array>
 #include <cstdio>
@@ -186,6 +188,31 @@ std::string sandbox::error_text(int status) {
   }
 }
 
+namespace {
+
+// string.find/match/gmatch/gsub with the original as upvalue 1 and its name
+// as upvalue 2: refuses calls whose worst case would outrun the budget.
+int guarded_pattern_call(lua_State* L) {
+  std::size_t name_len = 0;
+  const char* name = lua_tolstring(L, lua_upvalueindex(2), &name_len);
+  const std::string_view function(name, name_len);
+  const bool plain = function == "find" && lua_toboolean(L, 4) != 0;
+  if (!plain && lua_type(L, 1) == LUA_TSTRING && lua_type(L, 2) == LUA_TSTRING) {
+    std::size_t subject = 0, pattern = 0;
+    lua_tolstring(L, 1, &subject);
+    const char* p = lua_tolstring(L, 2, &pattern);
+    if (auto error = check_pattern_cost(function, {p, pattern}, subject))
+      return luaL_error(L, "%s", error->c_str());
+  }
+  const int args = lua_gettop(L);
+  lua_pushvalue(L, lua_upvalueindex(1));
+  lua_insert(L, 1);
+  lua_call(L, args, LUA_MULTRET);
+  return lua_gettop(L);
+}
+
+}  // namespace
+
 int sandbox::setup(lua_State* L) {
   const auto* args = static_cast<const setup_args*>(lua_touserdata(L, 1));
   const std::array<luaL_Reg, 5> libs = {{{LUA_GNAME, luaopen_base},
@@ -220,6 +247,13 @@ int sandbox::setup(lua_State* L) {
   lua_getfield(L, globals, LUA_STRLIBNAME);
   lua_pushcfunction(L, &sandbox::no_string_dump);
   lua_setfield(L, -2, "dump");
+  // Pattern matching runs where the hook cannot stop it: check its cost first.
+  for (const char* name : {"find", "match", "gmatch", "gsub"}) {
+    lua_getfield(L, -1, name);
+    lua_pushstring(L, name);
+    lua_pushcclosure(L, &guarded_pattern_call, 2);
+    lua_setfield(L, -2, name);
+  }
   lua_pop(L, 1);
 
   // Forbidden names fail loudly, other missing globals read as nil (so

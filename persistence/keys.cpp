@@ -56,10 +56,12 @@ std::string watch_cursor_key(std::string_view tenant, std::string_view watch, st
   return key;
 }
 
-std::string watch_snapshot_key(std::string_view tenant, std::string_view watch) {
+std::string watch_snapshot_key(std::string_view tenant, std::string_view watch, std::string_view path) {
   std::string key = "watch";
   key += '\0';
   key += stream_key(tenant, watch);
+  key += '\0';
+  key.append(path);
   return key;
 }
 

@@ -35,7 +35,8 @@ std::string idempotency_key(std::uint64_t stream_id, std::string_view key);
 // cursors family: tenant '\0' watch name '\0' stream; a watch's cursors share
 // the prefix tenant '\0' name '\0'.
 std::string watch_cursor_key(std::string_view tenant, std::string_view watch, std::string_view stream);
-// snapshots family: "watch" '\0' tenant '\0' name. Sources (later) use their own prefix.
-std::string watch_snapshot_key(std::string_view tenant, std::string_view watch);
+// snapshots family: "watch" '\0' tenant '\0' name '\0' path; a watch's paths
+// share the prefix (path ""). Sources (later) use their own prefix.
+std::string watch_snapshot_key(std::string_view tenant, std::string_view watch, std::string_view path);
 
 }  // namespace tidings::persistence

@@ -165,38 +165,28 @@ bool parse(std::string_view bytes, watch_id id, watch_spec* out) {
   return true;
 }
 
-std::string serialize_snapshot(const watch_progress& w) {
-  proto::WatchSnapshot p;
-  for (const auto& state : w.paths) {
-    auto* ps = p.add_paths();
-    ps->set_path(state.path);
-    ps->set_shape(state.shape);
-    ps->set_state_json(state.state_json);
-    ps->set_has_last_seq(state.last_seq.has_value());
-    if (state.last_seq) ps->set_last_seq(*state.last_seq);
-  }
-  p.set_shape(w.shape);
+std::string serialize(const path_state& state) {
+  proto::WatchPathState p;
+  p.set_shape(state.shape);
+  p.set_state_json(state.state_json);
+  p.set_has_last_seq(state.last_seq.has_value());
+  if (state.last_seq) p.set_last_seq(*state.last_seq);
   return p.SerializeAsString();
 }
 
-bool parse_snapshot(std::string_view bytes, watch_progress* progress) {
-  proto::WatchSnapshot p;
+bool parse(std::string_view bytes, std::string path, path_state* out) {
+  proto::WatchPathState p;
   if (!parse_message(bytes, &p)) return false;
-  progress->shape = p.shape();
-  auto* out = &progress->paths;
-  out->clear();
-  for (const auto& ps : p.paths()) {
-    path_state state{ps.path(), ps.shape(), ps.state_json(), std::nullopt};
-    if (ps.has_last_seq()) state.last_seq = ps.last_seq();
-    out->push_back(std::move(state));
-  }
+  *out = path_state{std::move(path), p.shape(), p.state_json(), std::nullopt};
+  if (p.has_last_seq()) out->last_seq = p.last_seq();
   return true;
 }
 
-std::string serialize(const core::cursor& c) {
+std::string serialize_cursor(const watch_progress& w) {
   proto::ConsumerCursor p;
-  p.set_epoch(c.epoch);
-  p.set_seq(c.seq);
+  p.set_epoch(w.cursor.epoch);
+  p.set_seq(w.cursor.seq);
+  p.set_shape(w.shape);
   return p.SerializeAsString();
 }
 
@@ -419,13 +409,17 @@ status store::get_watch_progress(const watch_id& id, const std::string& stream,
   watch_progress progress;
   progress.stream = stream;
   progress.cursor = {c.epoch(), c.seq()};
-  got = db_->Get(rocksdb::ReadOptions(), families_[snapshots_cf], watch_snapshot_key(id.tenant, id.name),
-                 &value);
-  if (got.ok()) {
-    if (!parse_snapshot(value, &progress)) return status::error("corrupt snapshot of watch " + id.name);
-  } else if (!got.IsNotFound()) {
-    return from(got, "read the snapshot of watch " + id.name);
+  progress.shape = c.shape();
+  auto prefix = watch_snapshot_key(id.tenant, id.name, "");
+  std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(rocksdb::ReadOptions(), families_[snapshots_cf]));
+  for (it->Seek(prefix); it->Valid() && it->key().starts_with(prefix); it->Next()) {
+    path_state state;
+    auto path = std::string(it->key().ToStringView().substr(prefix.size()));
+    if (!parse(it->value().ToStringView(), std::move(path), &state))
+      return status::error("corrupt snapshot of watch " + id.name);
+    progress.paths.push_back(std::move(state));
   }
+  if (auto s = from(it->status(), "scan the snapshot of watch " + id.name); !s.ok()) return s;
   *out = std::move(progress);
   return {};
 }
@@ -450,15 +444,21 @@ void store::add_to_batch(const write_set& ws, rocksdb::WriteBatch& batch) const 
     must(batch.Delete(families_[watches_cf], stream_key(id.tenant, id.name)));
     auto cursors = watch_cursor_key(id.tenant, id.name, "");
     must(batch.DeleteRange(families_[cursors_cf], cursors, prefix_end(cursors)));
-    must(batch.Delete(families_[snapshots_cf], watch_snapshot_key(id.tenant, id.name)));
+    auto snapshot = watch_snapshot_key(id.tenant, id.name, "");
+    must(batch.DeleteRange(families_[snapshots_cf], snapshot, prefix_end(snapshot)));
   }
   for (const auto& spec : ws.watch_puts)
     must(batch.Put(families_[watches_cf], stream_key(spec.id.tenant, spec.id.name), serialize(spec)));
   for (const auto& [id, progress] : ws.progress_puts) {
     must(batch.Put(families_[cursors_cf], watch_cursor_key(id.tenant, id.name, progress.stream),
-                   serialize(progress.cursor)));
-    must(batch.Put(families_[snapshots_cf], watch_snapshot_key(id.tenant, id.name),
-                   serialize_snapshot(progress)));
+                   serialize_cursor(progress)));
+    if (progress.replace_paths) {
+      auto snapshot = watch_snapshot_key(id.tenant, id.name, "");
+      must(batch.DeleteRange(families_[snapshots_cf], snapshot, prefix_end(snapshot)));
+    }
+    for (const auto& state : progress.paths)
+      must(batch.Put(families_[snapshots_cf], watch_snapshot_key(id.tenant, id.name, state.path),
+                     serialize(state)));
   }
   if (ws.meta)
     must(batch.Put(families_[streams_cf], stream_key(ws.meta->tenant, ws.meta->name), serialize(*ws.meta)));

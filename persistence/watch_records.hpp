@@ -37,11 +37,14 @@ struct path_state {
 
 // Where a watch stands: every event of `stream` up to `cursor` has its
 // notices committed, and `paths` is the state as of that cursor.
+// Each path's state is its own record, so a change at one path rewrites
+// that path only. As read back, `paths` is every path.
 struct watch_progress {
   std::string stream;
   core::cursor cursor;
-  std::vector<path_state> paths;
-  std::string shape;  // of the newest read: "state", "event-log", "events", or "" (none yet)
+  std::vector<path_state> paths;  // written: the changed paths (all of them when replace_paths)
+  bool replace_paths = true;      // written: drop every stored path first
+  std::string shape;              // of the newest read: "state", "event-log", "events", or "" (none yet)
 };
 
 }  // namespace tidings::persistence

@@ -85,7 +85,7 @@ void BM_state_diff(benchmark::State& state) {
   auto n = static_cast<int>(state.range(0));
   json before = json::array(), after;
   for (int i = 0; i < n; ++i)
-    before.push_back({{"metadata", {{"uid", "u" + std::to_string(i)}, {"name", "n" + std::to_string(i)}}},
+    before.push_back({{"metadata", {{"uid", std::to_string(i) + "u"}, {"name", std::to_string(i) + "n"}}},
                       {"status", {{"phase", "Running"}}}});
   after = before;
   after[n / 2]["status"]["phase"] = "Done";
@@ -100,7 +100,10 @@ void BM_batcher_add(benchmark::State& state) {
   std::uint64_t i = 0;
   for (auto _ : state) {
     ++i;
-    batcher.add("obj-" + std::to_string(i % 64), "MODIFIED obj (phase: a→b) " + std::to_string(i % 7), now);
+    std::string key = "obj-", line = "MODIFIED obj (phase: a→b) ";
+    key += std::to_string(i % 64);
+    line += std::to_string(i % 7);
+    batcher.add(key, std::move(line), now);
     if (i % 20 == 0) benchmark::DoNotOptimize(batcher.take_all());
   }
 }

@@ -279,8 +279,10 @@ TEST_CASE("an event-log read without new events keeps last_seen", "[read_extract
   REQUIRE_FALSE(extract_event_log(j(R"({"events":[]})"), {}, &out));
   CHECK(out.events.empty());
   CHECK_FALSE(out.last_seen);
+  // Only older seqs than seen: the log started over (see the reset case).
   REQUIRE_FALSE(extract_event_log(j(R"({"events":[{"seq":1,"type":"A"}]})"), 7, &out));
-  CHECK(out.last_seen == std::optional<std::uint64_t>(7));
+  CHECK(types(out.events) == std::vector<std::string>{"GAP", "A"});
+  CHECK(out.last_seen == std::optional<std::uint64_t>(1));
 }
 
 TEST_CASE("seqs near the top of the range do not overflow", "[read_extraction]") {
@@ -461,4 +463,23 @@ TEST_CASE("default lines stay one line of valid UTF-8", "[read_extraction]") {
         "MODIFIED k (\xef\xbf\xbd\xe2\x86\x92\xef\xbf\xbd\xef\xbf\xbd)");
   CHECK(default_notice_line(json{{"type", "ADDED"}, {"object", nested_arrays(1000, 1)}}) ==
         "event nests deeper than 256 levels");
+}
+
+TEST_CASE("an event log whose seqs go backwards started over", "[read_extraction]") {
+  tidings::core::event_log_read out;
+  nlohmann::json body = {{"events", {{{"seq", 3}, {"type", "ADDED"}}, {{"seq", 4}, {"type", "DELETED"}}}}};
+  REQUIRE_FALSE(tidings::core::extract_event_log(body, std::uint64_t{500}, &out));
+  REQUIRE(out.events.size() == 3);
+  CHECK(out.events[0].fields["type"] == "GAP");
+  CHECK(out.events[0].fields["reset"] == true);
+  CHECK(out.events[1].fields["seq"] == 3);
+  CHECK(out.events[2].fields["seq"] == 4);
+  CHECK(out.last_seen == std::optional<std::uint64_t>(4));
+  CHECK(tidings::core::default_notice_line(out.events[0].fields) ==
+        "GAP the event log started over (now at seq 4); events may have been missed");
+
+  // A read that only repeats what was seen is not a restart.
+  tidings::core::event_log_read same;
+  REQUIRE_FALSE(tidings::core::extract_event_log(body, std::uint64_t{4}, &same));
+  CHECK(same.events.empty());
 }

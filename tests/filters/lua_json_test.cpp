@@ -95,3 +95,22 @@ TEST_CASE("an event nested too deeply is refused", "[lua_json]") {
   CHECK(error_of(*f, {{"x", deep}}) == "on_event: JSON nests deeper than 100 levels");
   CHECK(line_of(*f) == "unreachable");
 }
+
+TEST_CASE("a value that would be huge as JSON is refused, however cheap in Lua", "[lua_json]") {
+  std::string error;
+  auto filter = tidings::filters::lua_filter::compile(
+      "local s = string.rep('x', 1 << 16) local t = {} for i = 1, 1000 do t[i] = s end return t", {}, nullptr,
+      &error);
+  REQUIRE(filter);
+  auto r = filter->run(nlohmann::json::object());
+  CHECK(r.what == tidings::filters::filter_result::outcome::error);
+  CHECK(r.text.find("larger than 1024 KiB as JSON") != std::string::npos);
+  // Shared references nested: 2^40 leaves in a few tables.
+  r = filter->run(nlohmann::json::object());
+  auto nested = tidings::filters::lua_filter::compile(
+      "local t = {'x'} for i = 1, 40 do t = {t, t} end return t", {}, nullptr, &error);
+  REQUIRE(nested);
+  r = nested->run(nlohmann::json::object());
+  CHECK(r.what == tidings::filters::filter_result::outcome::error);
+  CHECK(r.text.find("larger than") != std::string::npos);
+}

@@ -130,7 +130,8 @@ TEST_CASE("a restart restores each watch once and drops the ones over the limit"
   CHECK(list_watches(ep).size() == 2);
 }
 
-TEST_CASE("a restore that fails for a passing reason is listed and retried until it starts", "[watch][restart]") {
+TEST_CASE("a restore that fails for a passing reason is listed and retried until it starts",
+          "[watch][restart]") {
   temp_dir dir;
   {
     tidingsd_process node(dir.path());

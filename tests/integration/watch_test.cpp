@@ -291,10 +291,8 @@ TEST_CASE("a filter reads other resources through read_resource and list_resourc
   auto ep = node.endpoint();
   publish_state(ep, "config", "/owners", {{"bid-1", "ann"}});
   publish(ep, "memo", event_json("/notes", "ADDED", 1));
-  start_watch_ok(ep, {{"name", "enrich"},
-                      {"uri", "stream://market/bids"},
-                      {"debounce_ms", 0},
-                      {"on_event", R"lua(
+  start_watch_ok(ep,
+                 {{"name", "enrich"}, {"uri", "stream://market/bids"}, {"debounce_ms", 0}, {"on_event", R"lua(
 local owners = read_resource("stream://config/owners")
 local names = {}
 for _, r in ipairs(list_resources()) do names[#names + 1] = r.name end
@@ -322,4 +320,45 @@ TEST_CASE("a path's baseline is its newest read even under a newer plain event",
   auto got = await_notices(out, 1, 20s);
   REQUIRE(got.size() == 1);
   CHECK(notice_lines(got[0]) == lines{"MODIFIED owner (ann→bob)"});  // not everything ADDED
+}
+
+TEST_CASE("replacing a watch's filter carries on from its last notice", "[watch]") {
+  temp_dir dir;
+  tidingsd_process node(dir.path());
+  auto ep = node.endpoint();
+  publish_state(ep, "memo", "/notes", json::object());
+  const json hold = {{"debounce_ms", 600000}, {"max_wait_ms", 600000}};
+  auto old_spec =
+      json{{"name", "rep"}, {"uri", "stream://memo/notes"}, {"on_event", "return 'old ' .. event.key"}};
+  old_spec.update(hold);
+  start_watch_ok(ep, old_spec);
+  // Seen by the old filter, held by its debounce, never notified.
+  publish_state(ep, "memo", "/notes", {{"a", 1}});
+  publish_state(ep, "memo", "/notes", {{"a", 1}, {"b", 2}});
+
+  client::sse_stream out(ep, sse_target({"watch:rep"}));
+  await_hello(out);
+  auto replaced = start_watch(ep, {{"name", "rep"},
+                                   {"uri", "stream://memo/notes"},
+                                   {"debounce_ms", 0},
+                                   {"on_event", "return 'new ' .. event.key"}});
+  REQUIRE(replaced.status == 200);
+  publish_state(ep, "memo", "/notes", {{"a", 1}, {"b", 2}, {"c", 3}});
+  std::vector<std::string> seen;
+  while (seen.empty() || seen.back() != "new c") {
+    auto got = await_notices(out, 1, 20s);
+    REQUIRE(got.size() == 1);
+    for (auto& line : notice_lines(got[0])) seen.push_back(line);
+  }
+  // Every change since the last notice, through the new filter, once.
+  CHECK(seen == lines{"new a", "new b", "new c"});
+
+  // Another URI is another source: the held lines go out, then a fresh start.
+  start_watch_ok(ep, old_spec);
+  publish_state(ep, "memo", "/notes", {{"a", 1}, {"b", 2}, {"c", 3}, {"d", 4}});
+  auto moved = start_watch(ep, {{"name", "rep"}, {"uri", "stream://memo/elsewhere"}, {"debounce_ms", 0}});
+  REQUIRE(moved.status == 200);
+  auto flushed = await_notices(out, 1, 20s);
+  REQUIRE(flushed.size() == 1);
+  CHECK(notice_lines(flushed[0]) == lines{"old d"});
 }

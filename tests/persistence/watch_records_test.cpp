@@ -63,9 +63,12 @@ TEST_CASE("watch specs and progress survive a reopen", "[store][watches]") {
   REQUIRE(progress);
   CHECK(progress->cursor == core::cursor{0xabcdef, 7});
   REQUIRE(progress->paths.size() == 2);
-  CHECK(progress->paths[0].state_json == R"({"owner":"ann"})");
-  CHECK_FALSE(progress->paths[0].last_seq);
-  CHECK(progress->paths[1].last_seq == std::optional<std::uint64_t>(41));
+  // Read back in path order.
+  CHECK(progress->paths[0].path == "/log");
+  CHECK(progress->paths[0].last_seq == std::optional<std::uint64_t>(41));
+  CHECK(progress->paths[1].path == "/notes");
+  CHECK(progress->paths[1].state_json == R"({"owner":"ann"})");
+  CHECK_FALSE(progress->paths[1].last_seq);
   CHECK(progress->shape == "event-log");
 
   REQUIRE(db->get_watch_progress({"default", "plain"}, "memo", &progress).ok());
@@ -158,4 +161,43 @@ TEST_CASE("read_events_backward returns the newest first", "[store]") {
   CHECK(out.empty());
   REQUIRE(db->read_events_backward(1, 0, 10, &out).ok());
   CHECK(out.empty());
+}
+
+TEST_CASE("a position writes only the paths that changed, a reset replaces them all", "[store][watches]") {
+  temp_dir tmp;
+  auto db = open_store(tmp.db());
+  group_committer gc(*db);
+  const watch_id id{"default", "cm"};
+  write_set first;
+  first.progress_puts.emplace_back(id, make_progress(3));  // /log and /notes, replacing
+  REQUIRE(commit(gc, std::move(first)).ok());
+
+  watch_progress delta;
+  delta.stream = "memo";
+  delta.cursor = {0xabcdef, 4};
+  delta.replace_paths = false;
+  delta.paths.push_back({"/notes", "state", R"({"owner":"bob"})", std::nullopt});
+  write_set second;
+  second.progress_puts.emplace_back(id, delta);
+  REQUIRE(commit(gc, std::move(second)).ok());
+
+  std::optional<watch_progress> got;
+  REQUIRE(db->get_watch_progress(id, "memo", &got).ok());
+  REQUIRE(got);
+  CHECK(got->cursor.seq == 4);
+  REQUIRE(got->paths.size() == 2);
+  CHECK(got->paths[0].last_seq == std::optional<std::uint64_t>(41));  // /log untouched
+  CHECK(got->paths[1].state_json == R"({"owner":"bob"})");
+
+  watch_progress reset;
+  reset.stream = "memo";
+  reset.cursor = {0x123, 1};
+  reset.paths.push_back({"/other", "state", "[]", std::nullopt});
+  write_set third;
+  third.progress_puts.emplace_back(id, reset);
+  REQUIRE(commit(gc, std::move(third)).ok());
+  REQUIRE(db->get_watch_progress(id, "memo", &got).ok());
+  REQUIRE(got);
+  REQUIRE(got->paths.size() == 1);
+  CHECK(got->paths[0].path == "/other");
 }
