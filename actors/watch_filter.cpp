@@ -45,7 +45,8 @@ persistence::path_state stored_form(const std::string& path, const core::path_re
   persistence::path_state ps;
   ps.path = path;
   ps.shape = std::string(core::read_kind_name(read.kind));
-  if (read.kind == core::read_kind::state) ps.state_json = read.state.dump();
+  if (read.kind == core::read_kind::state)
+    ps.state_json = read.state.dump(-1, ' ', false, json::error_handler_t::replace);
   ps.last_seq = read.last_seq;
   return ps;
 }
