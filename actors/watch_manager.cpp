@@ -59,6 +59,14 @@ void write(self_ptr self, persistence::write_set ws, std::function<void(std::str
                                     });
 }
 
+// Answers the caller once and lets go of its callback, which may hold a
+// connection: a job can outlive its answer in a pending timer message.
+void reply(const job_ptr& job, watch_start_reply r) {
+  auto done = std::move(job->done);
+  job->done = nullptr;
+  if (done) done(std::move(r));
+}
+
 void forget_child_waits(watch_manager_state& st, const watch_entry& entry) {
   if (entry.filter) st.on_child_down.erase(entry.filter.address());
   if (entry.debounce) st.on_child_down.erase(entry.debounce.address());
@@ -87,7 +95,7 @@ void abort_start(self_ptr self, const job_ptr& job, watch_error error) {
   if (job->fresh.debounce) caf::anon_send_exit(job->fresh.debounce, caf::exit_reason::user_shutdown);
   st.starting.erase(job->spec.id);
   logging::debug("watch.start_failed", {{"watch", job->spec.id.name}, {"error", error.message}});
-  job->done(watch_start_reply{std::move(error), {}, false});
+  reply(job, watch_start_reply{std::move(error), {}, false});
 }
 
 void go_live(self_ptr self, const job_ptr& job) {
@@ -106,7 +114,7 @@ void go_live(self_ptr self, const job_ptr& job) {
   }
   logging::debug("watch.started",
                  {{"watch", id.name}, {"uri", job->spec.uri}, {"shape", job->prepared.shape}});
-  job->done(watch_start_reply{std::nullopt, job->prepared.shape, job->replaced});
+  reply(job, watch_start_reply{std::nullopt, job->prepared.shape, job->replaced});
 }
 
 // The spec (and, unless resuming a stored one, the position) is durable
@@ -219,17 +227,17 @@ void begin_start(self_ptr self, const job_ptr& job) {
   std::string error;
   auto uri = core::parse_stream_uri(spec.uri, &error);
   if (!core::valid_watch_name(id.name))
-    return job->done(
-        {error_of(watch_error_kind::bad_request, "bad watch name '" + id.name + "'"), {}, false});
-  if (!uri) return job->done({error_of(watch_error_kind::bad_request, error), {}, false});
+    return reply(job,
+                 {error_of(watch_error_kind::bad_request, "bad watch name '" + id.name + "'"), {}, false});
+  if (!uri) return reply(job, {error_of(watch_error_kind::bad_request, error), {}, false});
   if (st.shutting_down)
-    return job->done({error_of(watch_error_kind::unavailable, "the node is stopping"), {}, false});
+    return reply(job, {error_of(watch_error_kind::unavailable, "the node is stopping"), {}, false});
   auto existing = st.watches.find(id);
   if (st.starting.contains(id) || (existing != st.watches.end() && existing->second.state == "stopping"))
-    return job->done({error_of(watch_error_kind::busy,
-                               "the watch " + id.name + " is being started or stopped right now; retry"),
-                      {},
-                      false});
+    return reply(job, {error_of(watch_error_kind::busy,
+                                "the watch " + id.name + " is being started or stopped right now; retry"),
+                       {},
+                       false});
   std::size_t held = 0;
   for (const auto& [other, entry] : st.watches)
     if (other.tenant == id.tenant && other.name != id.name) ++held;
@@ -237,11 +245,11 @@ void begin_start(self_ptr self, const job_ptr& job) {
     if (other.tenant == id.tenant && other.name != id.name) ++held;
   auto max = st.cfg.limits.max_watches_per_tenant;
   if (held >= max)
-    return job->done({error_of(watch_error_kind::over_limit,
-                               "tenant " + id.tenant + " already holds " + std::to_string(held) +
-                                   " watches, the most it may (--max-watches); stop one first"),
-                      {},
-                      false});
+    return reply(job, {error_of(watch_error_kind::over_limit,
+                                "tenant " + id.tenant + " already holds " + std::to_string(held) +
+                                    " watches, the most it may (--max-watches); stop one first"),
+                       {},
+                       false});
   st.starting.insert(id);
 
   auto stats = std::make_shared<watch_stats>();
@@ -293,9 +301,11 @@ void begin_start(self_ptr self, const job_ptr& job) {
   // A filter stuck in a C function past its budget must not hold the name
   // (and the caller) forever.
   auto deadline = std::chrono::seconds(30) + 2 * st.cfg.limits.filter.budget;
+  std::weak_ptr<start_job> weak = job;
   self->delayed_send(
-      self, deadline, task_atom::value, actor_task{[self, job, deadline] {
-        if (job->finished || job->prepared_received) return;
+      self, deadline, task_atom::value, actor_task{[self, weak, deadline] {
+        auto job = weak.lock();
+        if (!job || job->finished || job->prepared_received) return;
         abort_start(self, job,
                     error_of(watch_error_kind::unavailable,
                              "the watch was not ready within " + std::to_string(deadline.count() / 1000) +

@@ -140,27 +140,33 @@ struct http_server::impl : std::enable_shared_from_this<http_server::impl> {
 
   void accept() {
     auto& shard = *shards[next++ % shards.size()];
-    acceptor.async_accept(shard.context(), [self = shared_from_this(), &shard](beast::error_code ec,
-                                                                               tcp::socket socket) {
-      if (ec == net::error::operation_aborted || !self->acceptor.is_open()) return;
-      if (!ec) {
-        // The socket lives on `shard`'s context; start it there.
-        net::post(shard.context(), [self, &shard, socket = std::move(socket)]() mutable {
-          std::make_shared<http_connection>(std::move(socket), shard, self->routes, self->limits, self->sse)
-              ->start();
+    // Weak: a pending accept left in a stopped context must not keep the
+    // server (which holds the shards, which hold that context) alive.
+    acceptor.async_accept(
+        shard.context(), [weak = weak_from_this(), &shard](beast::error_code ec, tcp::socket socket) {
+          auto self = weak.lock();
+          if (!self || ec == net::error::operation_aborted || !self->acceptor.is_open()) return;
+          if (!ec) {
+            // The socket lives on `shard`'s context; start it there.
+            net::post(shard.context(), [weak, &shard, socket = std::move(socket)]() mutable {
+              if (auto server = weak.lock())
+                std::make_shared<http_connection>(std::move(socket), shard, server->routes, server->limits,
+                                                  server->sse)
+                    ->start();
+            });
+          } else {
+            // Out of descriptors or buffers: retrying at once would spin this
+            // thread and starve its sessions, so wait a little first.
+            logging::warn("http.accept_failed", {{"error", ec.message()}});
+            self->retry.expires_after(std::chrono::milliseconds(100));
+            self->retry.async_wait([weak](beast::error_code wait_ec) {
+              auto again = weak.lock();
+              if (again && !wait_ec && again->acceptor.is_open()) again->accept();
+            });
+            return;
+          }
+          self->accept();
         });
-      } else {
-        // Out of descriptors or buffers: retrying at once would spin this
-        // thread and starve its sessions, so wait a little first.
-        logging::warn("http.accept_failed", {{"error", ec.message()}});
-        self->retry.expires_after(std::chrono::milliseconds(100));
-        self->retry.async_wait([self](beast::error_code wait_ec) {
-          if (!wait_ec && self->acceptor.is_open()) self->accept();
-        });
-        return;
-      }
-      self->accept();
-    });
   }
 
   std::vector<std::shared_ptr<relay::io_shard>> shards;
@@ -197,13 +203,17 @@ std::uint16_t http_server::port() const {
 }
 
 void http_server::start() {
-  net::post(impl_->acceptor.get_executor(), [self = impl_] { self->accept(); });
+  net::post(impl_->acceptor.get_executor(), [weak = std::weak_ptr<impl>(impl_)] {
+    if (auto self = weak.lock()) self->accept();
+  });
 }
 
 void http_server::stop_accepting() {
-  net::post(impl_->acceptor.get_executor(), [self = impl_] {
-    beast::error_code ec;
-    self->acceptor.close(ec);
+  net::post(impl_->acceptor.get_executor(), [weak = std::weak_ptr<impl>(impl_)] {
+    if (auto self = weak.lock()) {
+      beast::error_code ec;
+      self->acceptor.close(ec);
+    }
   });
 }
 

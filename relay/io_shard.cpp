@@ -30,8 +30,14 @@ void io_shard::join() {
   if (thread_.joinable()) thread_.join();
 }
 
+// Posted handlers hold the shard weakly: one left in a stopped context must
+// not keep the shard, and so the context that holds it, alive (a leak at
+// every shutdown that stopped the context before the queue ran dry).
+
 void io_shard::deliver(actors::frame_batch_ptr batch) {
-  net::post(ioc_, [self = shared_from_this(), batch = std::move(batch)] {
+  net::post(ioc_, [weak = weak_from_this(), batch = std::move(batch)] {
+    auto self = weak.lock();
+    if (!self) return;
     auto it = self->live_.find(key_string(batch->stream));
     if (it == self->live_.end()) return;
     // A session may end inside on_frames (overflow); it then only clears
@@ -53,20 +59,21 @@ void io_shard::deliver(actors::frame_batch_ptr batch) {
 }
 
 void io_shard::fetched(actors::stream_key stream, actors::fetch_reply reply) {
-  net::post(
-      ioc_, [self = shared_from_this(), stream = std::move(stream), reply = std::move(reply)]() mutable {
-        auto session_id = reply.subscription >> 5;
-        auto index = static_cast<std::size_t>(reply.subscription & 31);
-        auto it = self->sessions_.find(session_id);
-        if (it != self->sessions_.end()) {
-          // Keep the session alive through the call even if it closes inside.
-          auto session = it->second;
-          session->on_fetched(index, reply);
-        } else if (reply.registered) {
-          // The session ended while its subscription was being set up.
-          caf::anon_send(self->hubs_.get(stream), actors::unsub_atom::value, actors::fanout_sink_ptr(self));
-        }
-      });
+  net::post(ioc_, [weak = weak_from_this(), stream = std::move(stream), reply = std::move(reply)]() mutable {
+    auto self = weak.lock();
+    if (!self) return;
+    auto session_id = reply.subscription >> 5;
+    auto index = static_cast<std::size_t>(reply.subscription & 31);
+    auto it = self->sessions_.find(session_id);
+    if (it != self->sessions_.end()) {
+      // Keep the session alive through the call even if it closes inside.
+      auto session = it->second;
+      session->on_fetched(index, reply);
+    } else if (reply.registered) {
+      // The session ended while its subscription was being set up.
+      caf::anon_send(self->hubs_.get(stream), actors::unsub_atom::value, actors::fanout_sink_ptr(self));
+    }
+  });
 }
 
 std::uint64_t io_shard::add_session(std::shared_ptr<sse_session> s) {
@@ -105,13 +112,17 @@ void io_shard::defer_flush(std::shared_ptr<sse_session> s, std::chrono::steady_c
   if (flush_posted_) return;
   if (due <= std::chrono::steady_clock::now()) {
     flush_posted_ = true;
-    net::post(ioc_, [self = shared_from_this()] { self->flush_pass(); });
+    net::post(ioc_, [weak = weak_from_this()] {
+      if (auto self = weak.lock()) self->flush_pass();
+    });
     return;
   }
   if (flush_armed_) return;
   flush_armed_ = true;
   flush_timer_.expires_at(due);
-  flush_timer_.async_wait([self = shared_from_this()](const boost::system::error_code& ec) {
+  flush_timer_.async_wait([weak = weak_from_this()](const boost::system::error_code& ec) {
+    auto self = weak.lock();
+    if (!self) return;
     self->flush_armed_ = false;
     if (ec || self->flush_posted_) return;
     self->flush_pass();
@@ -129,12 +140,16 @@ void io_shard::flush_pass() {
   }
   if (!deferred_.empty()) {
     flush_posted_ = true;
-    net::post(ioc_, [self = shared_from_this()] { self->flush_pass(); });
+    net::post(ioc_, [weak = weak_from_this()] {
+      if (auto self = weak.lock()) self->flush_pass();
+    });
   }
 }
 
 void io_shard::drain() {
-  net::post(ioc_, [self = shared_from_this()] {
+  net::post(ioc_, [weak = weak_from_this()] {
+    auto self = weak.lock();
+    if (!self) return;
     // Copy: sessions remove themselves as they close.
     std::vector<std::shared_ptr<sse_session>> all;
     for (auto& [id, s] : self->sessions_) all.push_back(s);
