@@ -7,10 +7,9 @@
 
 namespace tidings::actors {
 
-persistence::status newest_event_at(persistence::store& store, const persistence::stream_meta& meta,
-                                    const std::string& path, std::size_t scan_events,
-                                    std::optional<persistence::stored_event>* out) {
-  out->reset();
+persistence::status scan_newest_first(persistence::store& store, const persistence::stream_meta& meta,
+                                      std::size_t scan_events,
+                                      const std::function<bool(persistence::stored_event&)>& visit) {
   auto up_to = meta.head_seq;
   std::size_t scanned = 0;
   std::vector<persistence::stored_event> page;
@@ -18,16 +17,23 @@ persistence::status newest_event_at(persistence::store& store, const persistence
     auto n = std::min<std::size_t>(256, scan_events - scanned);
     if (auto s = store.read_events_backward(meta.id, up_to, n, &page); !s.ok()) return s;
     if (page.empty()) break;
-    for (auto& e : page) {
-      if (e.ev.path == path) {
-        *out = std::move(e);
-        return {};
-      }
-    }
+    for (auto& e : page)
+      if (!visit(e)) return {};
     scanned += page.size();
     up_to = page.back().seq - 1;
   }
   return {};
+}
+
+persistence::status newest_event_at(persistence::store& store, const persistence::stream_meta& meta,
+                                    const std::string& path, std::size_t scan_events,
+                                    std::optional<persistence::stored_event>* out) {
+  out->reset();
+  return scan_newest_first(store, meta, scan_events, [&](persistence::stored_event& e) {
+    if (e.ev.path != path) return true;
+    *out = std::move(e);
+    return false;
+  });
 }
 
 stream_resources::stream_resources(persistence::store& store, std::string tenant, std::size_t scan_events)
@@ -47,11 +53,8 @@ filters::resource_reader::read_result stream_resources::read_resource(const std:
   if (!newest) return {nullptr, "nothing published at " + uri + " (in the last events kept)"};
   auto data = nlohmann::json::parse(newest->ev.data_json, nullptr, false);
   if (data.is_discarded()) return {nullptr, "the stored event at " + uri + " is not JSON"};
-  if (core::classify_read(data) == core::read_kind::state) {
-    if (auto it = data.find("state"); it != data.end()) return {*it, {}};
-    if (auto it = data.find("text"); it != data.end() && it->is_string())
-      return {core::parse_state_text(it->get_ref<const std::string&>()), {}};
-  }
+  if (core::classify_read(data) == core::read_kind::state)
+    if (auto state = core::state_of_read(data)) return {std::move(*state), {}};
   return {std::move(data), {}};
 }
 

@@ -5,6 +5,7 @@
 // the newest event at exactly that path (a state read's state, otherwise the
 // event's data). Runs on the filter's thread; reads the store directly.
 
+#include <functional>
 #include <string>
 
 #include "filters/lua_filter.hpp"
@@ -25,8 +26,14 @@ class stream_resources final : public filters::resource_reader {
   std::size_t scan_events_;
 };
 
-// The newest event of a stream at `path` (exactly, or under it when
-// `prefix` is true), looking back at most `scan_events` events from the head.
+// Visits at most `scan_events` events of the stream, newest first, until
+// `visit` returns false.
+persistence::status scan_newest_first(persistence::store& store, const persistence::stream_meta& meta,
+                                      std::size_t scan_events,
+                                      const std::function<bool(persistence::stored_event&)>& visit);
+
+// The newest event of a stream at exactly `path`, looking back at most
+// `scan_events` events from the head.
 persistence::status newest_event_at(persistence::store& store, const persistence::stream_meta& meta,
                                     const std::string& path, std::size_t scan_events,
                                     std::optional<persistence::stored_event>* out);

@@ -109,25 +109,16 @@ persistence::status take_baseline(watch_filter_state& st, std::string* shape) {
   // A newer plain event does not hide an older read of the path.
   std::set<std::string, std::less<>> seen;
   bool newest = true;
-  auto up_to = meta->head_seq;
-  std::size_t scanned = 0;
-  std::vector<persistence::stored_event> page;
-  while (up_to > 0 && scanned < st.cfg.limits.baseline_scan_events) {
-    auto n = std::min<std::size_t>(256, st.cfg.limits.baseline_scan_events - scanned);
-    if (auto s = st.cfg.store->read_events_backward(meta->id, up_to, n, &page); !s.ok()) return s;
-    if (page.empty()) break;
-    for (const auto& e : page) {
-      if (!under_prefix(st, e.ev.path) || seen.contains(e.ev.path)) continue;
-      auto data = json::parse(e.ev.data_json, nullptr, false);
-      auto kind = core::record_baseline(st.reads, e.ev.path, data);
-      if (kind != core::read_kind::plain) seen.insert(e.ev.path);
-      if (newest) *shape = std::string(core::read_kind_name(kind));
-      newest = false;
-    }
-    scanned += page.size();
-    up_to = page.back().seq - 1;
-  }
-  return {};
+  return scan_newest_first(*st.cfg.store, *meta, st.cfg.limits.baseline_scan_events,
+                           [&](const persistence::stored_event& e) {
+                             if (!under_prefix(st, e.ev.path) || seen.contains(e.ev.path)) return true;
+                             auto data = json::parse(e.ev.data_json, nullptr, false);
+                             auto kind = core::record_baseline(st.reads, e.ev.path, data);
+                             if (kind != core::read_kind::plain) seen.insert(e.ev.path);
+                             if (newest) *shape = std::string(core::read_kind_name(kind));
+                             newest = false;
+                             return true;
+                           });
 }
 
 // An event of the watch's shape for the dry run; missing keys are fine there,

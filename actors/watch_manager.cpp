@@ -171,6 +171,20 @@ void flush_and_then(self_ptr self, watch_entry& entry, bool publish_pending, std
 
 void on_prepared(self_ptr self, const job_ptr& job, watch_prepare_result result);
 
+// Asks the job's new filter to prepare; its answer continues in on_prepared.
+void send_prepare(self_ptr self, const job_ptr& job, std::optional<persistence::watch_progress> progress,
+                  bool dry_run) {
+  auto req = std::make_shared<watch_prepare_request>();
+  req->progress = std::move(progress);
+  req->dry_run = dry_run;
+  watch_manager_actor handle = self;
+  req->reply = [handle, self, job](watch_prepare_result r) {
+    auto shared = std::make_shared<watch_prepare_result>(std::move(r));
+    post(handle, [self, job, shared] { on_prepared(self, job, std::move(*shared)); });
+  };
+  self->send(job->fresh.filter, prepare_atom::value, watch_prepare_request_ptr(std::move(req)));
+}
+
 // Prepares the new filter again, from the replaced watch's stored position
 // (read now that the old watch has nothing in flight).
 void continue_from_stored(self_ptr self, const job_ptr& job) {
@@ -187,15 +201,7 @@ void continue_from_stored(self_ptr self, const job_ptr& job) {
   if (!progress) return persist_start(self, job);  // nothing stored: the fresh baseline stands
   job->continuing = true;
   job->progress = progress;
-  auto req = std::make_shared<watch_prepare_request>();
-  req->progress = std::move(progress);
-  req->dry_run = false;  // done in the first prepare
-  watch_manager_actor handle = self;
-  req->reply = [handle, self, job](watch_prepare_result r) {
-    auto shared = std::make_shared<watch_prepare_result>(std::move(r));
-    post(handle, [self, job, shared] { on_prepared(self, job, std::move(*shared)); });
-  };
-  self->send(job->fresh.filter, prepare_atom::value, watch_prepare_request_ptr(std::move(req)));
+  send_prepare(self, job, std::move(progress), false);  // the dry run was done in the first prepare
 }
 
 void on_prepared(self_ptr self, const job_ptr& job, watch_prepare_result result) {
@@ -287,17 +293,9 @@ void begin_start(self_ptr self, const job_ptr& job) {
                            "the watch's actor ended while starting: " + self->system().render(reason)));
     };
 
-  auto req = std::make_shared<watch_prepare_request>();
-  req->progress = job->progress;
   // A restored spec was validated when it was first started; a dry run on
   // today's data under today's budget must not delete a working watch.
-  req->dry_run = !job->restoring;
-  watch_manager_actor handle = self;
-  req->reply = [handle, self, job](watch_prepare_result r) {
-    auto shared = std::make_shared<watch_prepare_result>(std::move(r));
-    post(handle, [self, job, shared] { on_prepared(self, job, std::move(*shared)); });
-  };
-  self->send(filter, prepare_atom::value, watch_prepare_request_ptr(std::move(req)));
+  send_prepare(self, job, job->progress, !job->restoring);
   // A filter stuck in a C function past its budget must not hold the name
   // (and the caller) forever.
   auto deadline = std::chrono::seconds(30) + 2 * st.cfg.limits.filter.budget;

@@ -8,13 +8,17 @@ namespace {
 constexpr char key_separator = '\x1f';
 
 nlohmann::json state_value(const nlohmann::json& data) {
-  if (auto it = data.find("state"); it != data.end()) return *it;
-  if (auto it = data.find("text"); it != data.end() && it->is_string())
-    return parse_state_text(it->get_ref<const std::string&>());
-  return nullptr;
+  return state_of_read(data).value_or(nullptr);
 }
 
 }  // namespace
+
+std::optional<nlohmann::json> state_of_read(const nlohmann::json& data) {
+  if (auto it = data.find("state"); it != data.end()) return *it;
+  if (auto it = data.find("text"); it != data.end() && it->is_string())
+    return parse_state_text(it->get_ref<const std::string&>());
+  return std::nullopt;
+}
 
 std::string_view read_kind_name(read_kind k) {
   switch (k) {

@@ -34,6 +34,10 @@ using path_reads = std::map<std::string, path_read, std::less<>>;
 
 read_kind classify_read(const nlohmann::json& data);
 
+// The state a state read carries: its "state", else its "text" parsed as
+// parse_state_text does; nullopt when it has neither.
+std::optional<nlohmann::json> state_of_read(const nlohmann::json& data);
+
 struct stream_read {
   read_kind kind = read_kind::plain;
   std::vector<extracted_event> events;  // object keys are prefixed with the path
