@@ -6,6 +6,8 @@ find_package(Protobuf 3.21 REQUIRED)
 find_package(RocksDB CONFIG REQUIRED)
 find_package(nlohmann_json REQUIRED)
 find_package(yaml-cpp REQUIRED)
+find_package(OpenSSL REQUIRED)   # libcrypto: SHA-256 in sources/
+find_package(PostgreSQL REQUIRED)  # libpq: the LISTEN/NOTIFY source
 # Lua built as C++: a Lua error unwinds C++ frames with an exception instead
 # of a longjmp that would skip their destructors.
 find_package(PkgConfig REQUIRED)
