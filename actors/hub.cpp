@@ -132,6 +132,7 @@ void on_publish(self_ptr self, const publish_request_ptr& req) {
   }
   ws.meta = m;
   ws.progress_puts = std::move(req->progress);
+  ws.snapshot_puts = std::move(req->snapshots);
   entry.first_seq_after = m.first_seq;
   entry.reply = std::move(req->reply);
   entry.idempotency_key = key;

@@ -47,6 +47,8 @@ struct publish_request {
   std::string idempotency_key;  // empty: none
   // A watch's notice commits together with the progress it covers.
   std::vector<std::pair<persistence::watch_id, persistence::watch_progress>> progress;
+  // A source's read commits together with the events it produced.
+  std::vector<persistence::source_snapshot> snapshots;
   // Called once, on the hub's thread: hand the result to your own executor.
   std::function<void(publish_result)> reply;
 };

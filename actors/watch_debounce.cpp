@@ -40,6 +40,7 @@ void finish_if_flushed(self_ptr self) {
   auto task = std::move(*st.on_flushed);
   st.on_flushed.reset();
   if (task.run) task.run();
+  if (!st.fail.empty()) return self->quit(caf::make_error(caf::sec::runtime_error, st.fail));
   self->quit();
 }
 
@@ -121,6 +122,14 @@ void on_lines(self_ptr self, const watch_output_ptr& out) {
   remember(st, out->position);
   auto now = clock::now();
   for (const auto& [key, line] : out->lines) st.batcher.add(key, line, now);
+  if (!out->fail.empty()) {
+    // The last notice, with the position after the failure, then the end.
+    st.fail = out->fail;
+    auto lines = st.batcher.take_all();
+    if (!lines.empty()) publish(self, std::move(lines), true);
+    st.on_flushed = actor_task{};
+    return finish_if_flushed(self);
+  }
   if (st.batcher.pending()) {
     auto deadline = st.batcher.deadline();
     if (deadline && *deadline <= now) return flush_due(self);

@@ -188,12 +188,27 @@ void filter_event(watch_filter_state& st, core::extracted_event& ev, const std::
                                  {"kept", result.what != filters::filter_result::outcome::drop}});
 }
 
-void process_frame(watch_filter_state& st, const core::sse_frame& frame, line_list& lines) {
+// A source's event is the change itself (sources/source_actor): its data
+// is the filter's event dict. The source's failure ends the watch.
+void process_source_event(watch_filter_state& st, const core::sse_frame& frame, json data,
+                          const std::string& type, watch_output& out) {
+  core::extracted_event ev;
+  ev.fields = data.is_object() ? std::move(data) : json{{"value", std::move(data)}};
+  ev.fields["type"] = type;
+  ev.object_key = frame.path;
+  if (type == "ERROR" && ev.fields.value("source_failed", false))
+    out.fail = "its source failed: " + ev.fields.value("message", std::string());
+  filter_event(st, ev, frame.path, out.lines);
+}
+
+void process_frame(watch_filter_state& st, const core::sse_frame& frame, watch_output& out) {
   if (!under_prefix(st, frame.path)) return;
   auto event = frame_event(frame);
   if (!event.is_object()) return;  // cannot happen: we encoded it
   auto data = event.contains("data") ? event["data"] : json();
   auto type = event.value("type", std::string("CHANGED"));
+  if (!st.cfg.source_shape.empty()) return process_source_event(st, frame, std::move(data), type, out);
+  auto& lines = out.lines;
   auto read = core::apply_stream_event(st.reads, frame.path, type, data);
   if (read.kind != core::read_kind::plain) st.dirty.insert(frame.path);
   // The shape is that of the last state or event-log read; plain events
@@ -225,7 +240,8 @@ void process(self_ptr self, std::uint64_t epoch, const std::vector<frame_ptr>& f
     if (st.cursor.epoch == epoch && f->seq <= st.cursor.seq) continue;
     st.cursor = {epoch, f->seq};
     advanced = true;
-    process_frame(st, *f, out->lines);
+    process_frame(st, *f, *out);
+    if (!out->fail.empty()) break;  // nothing after the source's end
   }
   if (!advanced) return;
   out->position = position(st);
@@ -332,6 +348,7 @@ void on_prepare(self_ptr self, const watch_prepare_request_ptr& req) {
   } else if (auto s = take_baseline(st, &shape); !s.ok()) {
     return fail(watch_error_kind::unavailable, "reading the baseline failed: " + s.message());
   }
+  if (!st.cfg.source_shape.empty() && (shape == "empty" || shape == "events")) shape = st.cfg.source_shape;
   if (auto kind = core::parse_read_kind(shape))
     st.cfg.stats->shape.store(static_cast<int>(*kind), std::memory_order_relaxed);
 

@@ -26,6 +26,9 @@ namespace tidings::actors {
 struct watch_filter_config {
   persistence::watch_spec spec;
   core::stream_uri uri;
+  // Set when the watch reads a source's stream (src:<hash>): its events are
+  // changes already extracted by the source, and this is the source's shape.
+  std::string source_shape;
   watch_limits limits;
   persistence::store* store = nullptr;
   hub_registry* hubs = nullptr;

@@ -43,6 +43,9 @@ struct start_job {
   bool prepared_received = false;  // the filter answered prepare
   bool continuing = false;         // replacing a watch of the same URI from its stored position
   std::string child_died;          // a child ended after the spec was being stored
+  core::stream_uri target;         // the stream read: the URI's, or its source's
+  std::string source_shape;        // set when the URI names an upstream source
+  source_lease_ptr lease;          // held while the watch runs on that source
 };
 using job_ptr = std::shared_ptr<start_job>;
 
@@ -78,6 +81,7 @@ void mark_failed(watch_entry& entry, std::string error) {
   if (entry.debounce) caf::anon_send_exit(entry.debounce, caf::exit_reason::user_shutdown);
   entry.filter = watch_filter_actor();
   entry.debounce = watch_debounce_actor();
+  entry.lease.reset();
   entry.state = "failed";
   entry.error = std::move(error);
 }
@@ -93,6 +97,9 @@ void abort_start(self_ptr self, const job_ptr& job, watch_error error) {
     mark_failed(old->second, "its replacement failed to start: " + error.message);
   if (job->fresh.filter) caf::anon_send_exit(job->fresh.filter, caf::exit_reason::user_shutdown);
   if (job->fresh.debounce) caf::anon_send_exit(job->fresh.debounce, caf::exit_reason::user_shutdown);
+  // The job may outlive this in a timer message; its source must not.
+  job->lease.reset();
+  job->fresh.lease.reset();
   st.starting.erase(job->spec.id);
   logging::debug("watch.start_failed", {{"watch", job->spec.id.name}, {"error", error.message}});
   reply(job, watch_start_reply{std::move(error), {}, false});
@@ -105,6 +112,8 @@ void go_live(self_ptr self, const job_ptr& job) {
   job->finished = true;
   forget_child_waits(st, job->fresh);
   auto& entry = st.watches[id] = job->fresh;
+  job->lease.reset();  // the entry holds it now
+  job->fresh.lease.reset();
   st.starting.erase(id);
   if (!job->child_died.empty()) {
     // Stored, but one of its actors ended meanwhile: listed as failed.
@@ -133,7 +142,7 @@ void persist_start(self_ptr self, const job_ptr& job) {
   ws.watch_puts.push_back(job->spec);
   persistence::watch_progress progress;
   std::string error;
-  if (auto uri = core::parse_stream_uri(job->spec.uri, &error)) progress.stream = uri->stream;
+  progress.stream = job->target.stream;
   progress.cursor = job->prepared.position.cursor;
   if (job->prepared.position.changed) progress.paths = *job->prepared.position.changed;
   progress.replace_paths = job->prepared.position.reset;
@@ -190,14 +199,9 @@ void send_prepare(self_ptr self, const job_ptr& job, std::optional<persistence::
 void continue_from_stored(self_ptr self, const job_ptr& job) {
   if (job->finished) return;
   auto& st = self->state;
-  std::string error;
-  auto uri = core::parse_stream_uri(job->spec.uri, &error);
   std::optional<persistence::watch_progress> progress;
-  if (uri) {
-    if (auto s = st.cfg.store->get_watch_progress(job->spec.id, uri->stream, &progress); !s.ok())
-      return abort_start(self, job,
-                         error_of(watch_error_kind::unavailable, "reading the position: " + s.message()));
-  }
+  if (auto s = st.cfg.store->get_watch_progress(job->spec.id, job->target.stream, &progress); !s.ok())
+    return abort_start(self, job, error_of(watch_error_kind::unavailable, "reading the position: " + s.message()));
   if (!progress) return persist_start(self, job);  // nothing stored: the fresh baseline stands
   job->continuing = true;
   job->progress = progress;
@@ -226,16 +230,21 @@ void on_prepared(self_ptr self, const job_ptr& job, watch_prepare_result result)
   flush_and_then(self, old->second, false, [self, job] { continue_from_stored(self, job); });
 }
 
+void spawn_pipeline(self_ptr self, const job_ptr& job);
+void resolve_source(self_ptr self, const job_ptr& job);
+
 void begin_start(self_ptr self, const job_ptr& job) {
   auto& st = self->state;
   const auto& spec = job->spec;
   const auto& id = spec.id;
   std::string error;
-  auto uri = core::parse_stream_uri(spec.uri, &error);
+  std::optional<core::stream_uri> uri;
+  bool from_source = !core::is_stream_uri(spec.uri) && core::has_uri_scheme(spec.uri);
+  if (!from_source) uri = core::parse_stream_uri(spec.uri, &error);
   if (!core::valid_watch_name(id.name))
     return reply(job,
                  {error_of(watch_error_kind::bad_request, "bad watch name '" + id.name + "'"), {}, false});
-  if (!uri) return reply(job, {error_of(watch_error_kind::bad_request, error), {}, false});
+  if (!from_source && !uri) return reply(job, {error_of(watch_error_kind::bad_request, error), {}, false});
   if (st.shutting_down)
     return reply(job, {error_of(watch_error_kind::unavailable, "the node is stopping"), {}, false});
   auto existing = st.watches.find(id);
@@ -257,7 +266,56 @@ void begin_start(self_ptr self, const job_ptr& job) {
                        {},
                        false});
   st.starting.insert(id);
+  if (from_source) return resolve_source(self, job);
+  job->target = *uri;
+  spawn_pipeline(self, job);
+}
 
+// The URI names an upstream resource: its source's first read happens now,
+// so an upstream that refuses the URI fails the start with its own message.
+void resolve_source(self_ptr self, const job_ptr& job) {
+  auto& st = self->state;
+  auto unavailable = [&](watch_error_kind kind, std::string message) {
+    st.starting.erase(job->spec.id);
+    reply(job, {error_of(kind, std::move(message)), {}, false});
+  };
+  if (!st.cfg.sources)
+    return unavailable(watch_error_kind::bad_request, "no upstream serves " + job->spec.uri +
+                                                          " (this node has no upstreams; it watches stream:// URIs)");
+  auto req = std::make_shared<source_subscribe_request>();
+  req->tenant = job->spec.id.tenant;
+  req->uri = job->spec.uri;
+  watch_manager_actor handle = self;
+  req->reply = [handle, self, job](source_subscribe_reply r) {
+    auto shared = std::make_shared<source_subscribe_reply>(std::move(r));
+    post(handle, [self, job, shared] {
+      auto& st = self->state;
+      if (shared->error || st.shutting_down) {
+        st.starting.erase(job->spec.id);
+        auto error = shared->error ? *shared->error : error_of(watch_error_kind::unavailable, "the node is stopping");
+        return reply(job, {std::move(error), {}, false});
+      }
+      job->target = core::stream_uri{shared->stream, ""};
+      job->source_shape = shared->shape.empty() ? "state" : shared->shape;
+      job->lease = shared->lease;
+      if (job->restoring && !job->progress) {
+        std::optional<persistence::watch_progress> progress;
+        if (auto s = st.cfg.store->get_watch_progress(job->spec.id, job->target.stream, &progress); s.ok())
+          job->progress = std::move(progress);
+        else
+          logging::warn("watch.progress_unreadable", {{"watch", job->spec.id.name}, {"error", s.message()}});
+      }
+      spawn_pipeline(self, job);
+    });
+  };
+  self->send(st.cfg.sources, source_sub_atom::value, source_subscribe_request_ptr(std::move(req)));
+}
+
+void spawn_pipeline(self_ptr self, const job_ptr& job) {
+  auto& st = self->state;
+  const auto& spec = job->spec;
+  const auto& id = spec.id;
+  const auto* uri = &job->target;
   auto stats = std::make_shared<watch_stats>();
   stats->shape = -1;
   watch_debounce_config dcfg;
@@ -274,6 +332,7 @@ void begin_start(self_ptr self, const job_ptr& job) {
   watch_filter_config fcfg;
   fcfg.spec = spec;
   fcfg.uri = *uri;
+  fcfg.source_shape = job->source_shape;
   fcfg.limits = st.cfg.limits;
   fcfg.store = st.cfg.store;
   fcfg.hubs = st.cfg.hubs;
@@ -285,7 +344,7 @@ void begin_start(self_ptr self, const job_ptr& job) {
   self->monitor(debounce);
   st.filters.insert(filter.address());
   st.debounces.insert(debounce.address());
-  job->fresh = watch_entry{spec, filter, debounce, stats, "running", {}};
+  job->fresh = watch_entry{spec, filter, debounce, stats, "running", {}, job->lease};
   for (const caf::actor_addr& child : {filter.address(), debounce.address()})
     st.on_child_down[child] = [self, job](const caf::error& reason) {
       abort_start(self, job,
@@ -429,7 +488,7 @@ job_ptr restore_job(self_ptr self, persistence::watch_spec spec) {
   auto job = std::make_shared<start_job>();
   job->restoring = true;
   std::string error;
-  if (auto uri = core::parse_stream_uri(spec.uri, &error)) {
+  if (auto uri = core::is_stream_uri(spec.uri) ? core::parse_stream_uri(spec.uri, &error) : std::nullopt) {
     std::optional<persistence::watch_progress> progress;
     if (auto s = self->state.cfg.store->get_watch_progress(spec.id, uri->stream, &progress); s.ok())
       job->progress = std::move(progress);
@@ -447,7 +506,7 @@ constexpr std::chrono::seconds max_restore_backoff{60};
 // growing backoff, until it starts, is stopped or is replaced.
 void keep_restore_failed(self_ptr self, const persistence::watch_spec& spec, const std::string& error,
                          std::chrono::seconds backoff) {
-  self->state.watches[spec.id] = watch_entry{spec, {}, {}, {}, "restore_failed", error};
+  self->state.watches[spec.id] = watch_entry{spec, {}, {}, {}, "restore_failed", error, {}};
   logging::warn("watch.restore_failed", {{"watch", spec.id.name},
                                          {"error", error},
                                          {"retry_in_s", static_cast<std::int64_t>(backoff.count())}});
@@ -461,8 +520,8 @@ void keep_restore_failed(self_ptr self, const persistence::watch_spec& spec, con
         job->done = [self, spec, backoff](const watch_start_reply& r) {
           if (!r.error) {
             logging::debug("watch.restored", {{"watch", spec.id.name}, {"ok", true}});
-          } else if (r.error->kind == watch_error_kind::unavailable ||
-                     r.error->kind == watch_error_kind::busy) {
+          } else if (r.error->kind == watch_error_kind::unavailable || r.error->kind == watch_error_kind::busy ||
+                     r.error->kind == watch_error_kind::upstream) {
             keep_restore_failed(self, spec, r.error->message, std::min(backoff * 2, max_restore_backoff));
           } else {
             logging::warn("watch.dropped", {{"watch", spec.id.name}, {"error", r.error->message}});
@@ -491,7 +550,7 @@ void on_restore(self_ptr self) {
       const auto& id = spec.id;
       if (!r.error) {
         summary->restored[id.tenant].push_back(id.name);
-      } else if (r.error->kind == watch_error_kind::unavailable) {
+      } else if (r.error->kind == watch_error_kind::unavailable || r.error->kind == watch_error_kind::upstream) {
         summary->failed[id.tenant].emplace_back(id.name, r.error->message);
         keep_restore_failed(self, spec, r.error->message, std::chrono::seconds(1));
       } else {

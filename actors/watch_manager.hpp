@@ -16,6 +16,7 @@
 #include <set>
 
 #include "actors/hub_registry.hpp"
+#include "actors/source_registry_actor.hpp"
 #include "actors/watch_actors.hpp"
 #include "persistence/group_commit.hpp"
 
@@ -26,6 +27,8 @@ struct watch_manager_config {
   persistence::group_committer* committer = nullptr;
   hub_registry* hubs = nullptr;
   watch_limits limits;
+  // Where URIs other than stream:// go (issue 4); null: only stream:// watches.
+  source_registry_actor sources;
 };
 
 struct watch_entry {
@@ -35,6 +38,7 @@ struct watch_entry {
   watch_stats_ptr stats;
   std::string state;  // running, stopping, failed, restore_failed
   std::string error;
+  source_lease_ptr lease;  // a watch on an upstream source keeps it subscribed
 };
 
 struct watch_manager_state {

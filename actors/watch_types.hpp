@@ -43,6 +43,7 @@ enum class watch_error_kind {
   over_limit,   // the tenant holds the most watches it may: 409
   busy,         // the same name is being started or stopped right now: 409
   unavailable,  // storage failed, or a cap on unknown streams: may work later
+  upstream,     // the upstream refused or failed the subscription or its first read: 502
 };
 
 struct watch_error {
@@ -65,6 +66,9 @@ struct watch_position {
 struct watch_output {
   std::vector<std::pair<std::string, std::string>> lines;  // object key, line
   watch_position position;
+  // Set when the watch cannot go on (its source failed): the lines go out
+  // at once, then the watch ends, listed as failed with this reason.
+  std::string fail;
 };
 using watch_output_ptr = std::shared_ptr<const watch_output>;
 

@@ -22,8 +22,8 @@ http_response method_not_allowed(std::string_view allow) {
 }  // namespace
 
 api::api(actors::hub_registry& hubs, actors::watch_manager_actor watches, persistence::store& store,
-         const config& cfg)
-    : hubs_(hubs), watches_(std::move(watches)), store_(store), cfg_(cfg) {}
+         const config& cfg, sources::source_loop& loop, actors::source_registry_actor sources)
+    : hubs_(hubs), watches_(std::move(watches)), store_(store), cfg_(cfg), loop_(loop), sources_(std::move(sources)) {}
 
 route_result api::handle(const http_request& req, responder respond) {
   std::string_view path = req.path;
@@ -53,17 +53,33 @@ route_result api::handle(const http_request& req, responder respond) {
     return {method_not_allowed("GET, DELETE"), {}};
   }
   if (path == "/v1/sse") {
-    if (req.method == "GET") return open_sse(req);
+    if (req.method == "GET") return open_sse(req, std::move(respond));
     return {method_not_allowed("GET"), {}};
+  }
+  if (path == "/v1/resources" || path == "/v1/resources/") {
+    if (get) return list_resources(std::move(respond));
+    return {method_not_allowed("GET"), {}};
+  }
+  if (path == "/v1/resources/read") {
+    if (get) return read_resource(req, std::move(respond));
+    return {method_not_allowed("GET"), {}};
+  }
+  if (path == "/v1/sources" || path == "/v1/sources/") {
+    if (get) return list_sources(std::move(respond));
+    return {method_not_allowed("GET"), {}};
+  }
+  if (auto token = segment_between(path, "/webhooks/resource-updated/", ""); !token.empty()) {
+    if (req.method == "POST") return fire_webhook(std::string(token), req, std::move(respond));
+    return {method_not_allowed("POST"), {}};
   }
   if (path == "/healthz") {
     if (!get) return {method_not_allowed("GET"), {}};
-    return {http_response{200, "{\"status\":\"ok\"}", "application/json", {}}, {}};
+    return {http_response{200, "{\"status\":\"ok\"}", "application/json", {}, {}}, {}};
   }
   if (path == "/readyz") {
     if (!get) return {method_not_allowed("GET"), {}};
     if (draining_) return {error_response(503, "draining"), {}};
-    return {http_response{200, "{\"status\":\"ready\"}", "application/json", {}}, {}};
+    return {http_response{200, "{\"status\":\"ready\"}", "application/json", {}, {}}, {}};
   }
   return {error_response(404, "no such route: " + req.method + " " + req.path), {}};
 }

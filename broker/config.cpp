@@ -105,6 +105,10 @@ const std::map<std::string, setter>& setters() {
       {"filter-memory-mb",
        number<std::size_t>(1, 4096,
                            [](config& c, std::size_t v) { c.watches.filter.max_memory_bytes = v << 20; })},
+      {"source-backoff-ms", number<std::int64_t>(1, 60'000,
+                                                 [](config& c, std::int64_t v) {
+                                                   c.source_backoff = std::chrono::milliseconds(v);
+                                                 })},
       {"watch-queue-frames",
        number<std::size_t>(1, 1'000'000, [](config& c, std::size_t v) { c.watches.max_queued_frames = v; })},
       {"verbose",
@@ -141,6 +145,10 @@ std::optional<std::string> apply_file(config& c, const std::string& path) {
   if (!root.IsMap()) return "config file " + path + ": expected a mapping of settings";
   for (const auto& kv : root) {
     auto key = kv.first.as<std::string>();
+    if (key == "upstreams") {
+      if (auto err = parse_upstreams(kv.second, &c.upstreams)) return "config file " + path + ": " + *err;
+      continue;
+    }
     if (!kv.second.IsScalar()) {
       std::string err = "config file ";
       err.append(path).append(": ").append(key).append(" must be a single value");
@@ -165,7 +173,9 @@ std::string usage() {
          "                [--max-header-bytes N] [--io-threads N] [--drain-ms MS]\n"
          "                [--coalesce-us US] [--max-unknown-streams N] [--max-watches N]\n"
          "                [--filter-budget-ms MS] [--filter-max-instructions N]\n"
-         "                [--filter-memory-mb MB] [--watch-queue-frames N] [--verbose]\n";
+         "                [--filter-memory-mb MB] [--watch-queue-frames N]\n"
+         "                [--source-backoff-ms MS] [--verbose]\n"
+         "Upstream sources are configured in the config file's upstreams: section.\n";
 }
 
 parse_outcome parse_config(const std::vector<std::string>& args) {

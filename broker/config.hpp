@@ -12,6 +12,7 @@
 #include "actors/watch_types.hpp"
 #include "core/retention.hpp"
 #include "persistence/store.hpp"
+#include "broker/upstream_config.hpp"
 #include "relay/sse_options.hpp"
 
 namespace tidings::broker {
@@ -36,6 +37,10 @@ struct config {
   std::chrono::milliseconds drain{5000};
   // Watches: per-tenant count, filter budgets (ADR 0005's limits table).
   actors::watch_limits watches;
+  // Upstream sources (the config file's `upstreams:` section).
+  upstreams_config upstreams;
+  // The first resubscribe wait; each of the 5 attempts doubles it (1, 2, 4, 8, 16 s).
+  std::chrono::milliseconds source_backoff{1000};
   bool verbose = false;
 };
 

@@ -85,17 +85,20 @@ class http_connection : public std::enable_shared_from_this<http_connection> {
       return reply(error_response(400, "malformed percent-encoding in the request target"), keep_alive_);
 
     auto result = routes_.handle(req, [self = shared_from_this()](http_response r) {
-      net::post(self->stream_.get_executor(),
-                [self, r = std::move(r)]() mutable { self->reply(std::move(r), self->keep_alive_); });
+      net::post(self->stream_.get_executor(), [self, r = std::move(r)]() mutable {
+        if (r.sse) return self->upgrade(std::move(*r.sse));
+        self->reply(std::move(r), self->keep_alive_);
+      });
     });
     if (result.response) return reply(std::move(*result.response), keep_alive_);
-    if (result.sse) {
-      // The connection now belongs to the SSE session for good.
-      stream_.expires_never();
-      auto session = std::make_shared<relay::sse_session>(shard_, stream_.release_socket(),
-                                                          std::move(*result.sse), sse_);
-      session->start();
-    }
+    if (result.sse) upgrade(std::move(*result.sse));
+  }
+
+  void upgrade(relay::sse_request request) {
+    // The connection now belongs to the SSE session for good.
+    stream_.expires_never();
+    auto session = std::make_shared<relay::sse_session>(shard_, stream_.release_socket(), std::move(request), sse_);
+    session->start();
   }
 
   void reply(http_response r, bool keep_alive) {

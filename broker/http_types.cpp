@@ -53,6 +53,13 @@ http_response error_response(unsigned status, std::string_view message) {
   return r;
 }
 
+http_response json_response(unsigned status, const nlohmann::json& body) {
+  http_response r;
+  r.status = status;
+  r.body = body.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  return r;
+}
+
 bool parse_target(std::string_view target, std::string& path,
                   std::vector<std::pair<std::string, std::string>>& query) {
   auto q = target.find('?');

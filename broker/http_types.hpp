@@ -4,10 +4,15 @@
 // compile quickly and can be tested without sockets.
 
 #include <map>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
 #include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "relay/sse_options.hpp"
 
 namespace tidings::broker {
 
@@ -29,10 +34,15 @@ struct http_response {
   std::string body;
   std::string content_type = "application/json";
   std::vector<std::pair<std::string, std::string>> headers;
+  // An answer that turns the connection into an SSE session (a route that
+  // had to wait for something first, e.g. a source's first read).
+  std::optional<relay::sse_request> sse;
 };
 
 // {"error": message} with the given status.
 http_response error_response(unsigned status, std::string_view message);
+// The body as compact JSON (invalid UTF-8 replaced) with the given status.
+http_response json_response(unsigned status, const nlohmann::json& body);
 
 // Splits "/a/b?x=1&y=%2F" into a decoded path and query pairs; false when
 // the percent-encoding is malformed.

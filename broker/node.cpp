@@ -15,6 +15,8 @@
 #include "logging/log.hpp"
 #include "persistence/group_commit.hpp"
 #include "relay/io_shard.hpp"
+#include "sources/source_loop.hpp"
+#include "sources/source_registry.hpp"
 
 namespace tidings::broker {
 namespace {
@@ -100,15 +102,37 @@ int run_node(const config& cfg) {
       shards.push_back(std::make_shared<relay::io_shard>(i, hubs));
       shards.back()->on_idle([&waiter] { waiter.notify(); });
     }
+    // Upstream sources: connectors on their own thread, one registry actor.
+    sources::source_loop source_thread(
+        [&cfg](boost::asio::io_context& ioc) { return make_connectors(ioc, cfg.upstreams); });
+    source_thread.start();
+    sources::source_registry_config source_cfg;
+    source_cfg.upstreams = &source_thread.upstreams();
+    source_cfg.loop = &source_thread.context();
+    source_cfg.store = store.get();
+    source_cfg.committer = &committer;
+    source_cfg.hubs = &hubs;
+    for (auto wait = cfg.source_backoff; source_cfg.backoff.size() < 5; wait *= 2) source_cfg.backoff.push_back(wait);
+    actors::source_registry_actor source_registry = system.spawn(sources::source_registry, source_cfg);
+    // Sources end after the watches and sessions that hold them, and before
+    // the committer: a source's last read may still be committing.
+    auto end_sources = [&] {
+      caf::scoped_actor self{system};
+      self->send(source_registry, actors::source_stop_atom::value);
+      self->wait_for(source_registry);
+      source_thread.stop();
+    };
+
     actors::watch_manager_config watch_cfg;
     watch_cfg.store = store.get();
     watch_cfg.committer = &committer;
     watch_cfg.hubs = &hubs;
     watch_cfg.limits = cfg.watches;
+    watch_cfg.sources = source_registry;
     auto watches = system.spawn(actors::watch_manager, watch_cfg);
     caf::anon_send(watches, actors::restore_atom::value);
 
-    api routes(hubs, watches, *store, cfg);
+    api routes(hubs, watches, *store, cfg, source_thread, source_registry);
     http_server server(shards, routes, {cfg.max_header_bytes, cfg.max_body_bytes, std::chrono::seconds(60)},
                        cfg.sse);
     // Watches end first (without flushing: their stored positions let the
@@ -121,6 +145,7 @@ int run_node(const config& cfg) {
     if (auto err = server.listen(cfg.listen_host, cfg.listen_port)) {
       logging::error("node.listen_failed", {{"error", *err}});
       end_watches();
+      end_sources();
       for (auto& h : hubs.all()) caf::anon_send_exit(h, caf::exit_reason::user_shutdown);
       committer.stop();
       await_actors(system);
@@ -152,6 +177,7 @@ int run_node(const config& cfg) {
       logging::warn("node.drain_timeout", {{"sessions", static_cast<std::uint64_t>(sessions_left())}});
 
     end_watches();
+    end_sources();
     // Everything accepted is written before the hubs go away.
     committer.stop();
     for (auto& h : hubs.all()) caf::anon_send_exit(h, caf::exit_reason::user_shutdown);

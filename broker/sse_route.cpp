@@ -5,6 +5,7 @@
 
 #include "broker/api.hpp"
 #include "core/cursor_vector.hpp"
+#include "core/watch_uri.hpp"
 
 namespace tidings::broker {
 namespace {
@@ -13,14 +14,21 @@ constexpr std::size_t max_streams_per_connection = 16;
 
 }  // namespace
 
-route_result api::open_sse(const http_request& req) {
+route_result api::open_sse(const http_request& req, responder respond) {
   if (draining_) return {error_response(503, "the node is draining; connect to another node"), {}};
   relay::sse_request out;
   auto specs = req.query_all("stream");
-  if (specs.empty())
-    return {error_response(400, "name at least one stream: /v1/sse?stream=NAME[:PREFIX]"), {}};
-  if (specs.size() > max_streams_per_connection)
+  auto uris = req.query_all("uri");
+  if (specs.empty() && uris.empty())
+    return {error_response(400, "name at least one stream or upstream resource: /v1/sse?stream=NAME[:PREFIX] or "
+                                "/v1/sse?uri=URI"),
+            {}};
+  if (specs.size() + uris.size() > max_streams_per_connection)
     return {error_response(400, "at most 16 streams per connection"), {}};
+  for (const auto& uri : uris)
+    if (!core::has_uri_scheme(uri) || uri.size() > 2048)
+      return {error_response(400, "bad uri '" + uri + "': expected an upstream resource URI such as scheme://..."),
+              {}};
   std::set<std::string> seen;
   for (auto& spec : specs) {
     auto sel = core::parse_stream_selector(spec);
@@ -46,10 +54,10 @@ route_result api::open_sse(const http_request& req) {
       return {
           error_response(400, std::string(what) + " is not a cursor or a list of cursors: '" + *resume + "'"),
           {}};
-    if (cursors->size() != out.streams.size())
+    if (cursors->size() != out.streams.size() + uris.size())
       return {error_response(400, std::string(what) + " has " + std::to_string(cursors->size()) +
                                       " cursors but the connection names " +
-                                      std::to_string(out.streams.size()) + " streams"),
+                                      std::to_string(out.streams.size() + uris.size()) + " streams"),
               {}};
     out.resume = std::move(*cursors);
   }
@@ -60,7 +68,56 @@ route_result api::open_sse(const http_request& req) {
                                       sel.stream + "' first, or retry later"),
               {}};
   }
+  if (!uris.empty()) return open_sse_with_sources(std::move(out), std::move(uris), std::move(respond));
   return {{}, std::move(out)};
+}
+
+// Each uri= is subscribed like a watch's (the source's first read happens
+// now, and its error is the answer); the session then reads the sources'
+// streams after the stream= ones, in the order named, holding their leases.
+route_result api::open_sse_with_sources(relay::sse_request out, std::vector<std::string> uris, responder respond) {
+  struct gathering {
+    relay::sse_request request;
+    std::vector<actors::source_subscribe_reply> replies;
+    std::size_t pending = 0;
+    responder respond;
+  };
+  auto g = std::make_shared<gathering>();
+  g->request = std::move(out);
+  g->replies.resize(uris.size());
+  g->pending = uris.size();
+  g->respond = std::move(respond);
+  for (std::size_t i = 0; i < uris.size(); ++i) {
+    auto req = std::make_shared<actors::source_subscribe_request>();
+    req->tenant = g->request.tenant;
+    req->uri = uris[i];
+    // Replies come one at a time on the registry's thread.
+    req->reply = [g, i, uri = uris[i]](actors::source_subscribe_reply r) {
+      g->replies[i] = std::move(r);
+      if (--g->pending > 0) return;
+      for (std::size_t k = 0; k < g->replies.size(); ++k) {
+        const auto& reply = g->replies[k];
+        if (!reply.error) continue;
+        unsigned status = reply.error->kind == actors::watch_error_kind::bad_request ? 400
+                          : reply.error->kind == actors::watch_error_kind::upstream  ? 502
+                                                                                     : 503;
+        return g->respond(error_response(status, reply.error->message));
+      }
+      std::set<std::string> seen;
+      for (const auto& sel : g->request.streams) seen.insert(sel.stream);
+      for (auto& reply : g->replies) {
+        if (!seen.insert(reply.stream).second)
+          return g->respond(error_response(400, "stream '" + reply.stream + "' is named twice"));
+        g->request.streams.push_back({reply.stream, ""});
+        g->request.holds.push_back(reply.lease);
+      }
+      http_response upgrade;
+      upgrade.sse = std::move(g->request);
+      g->respond(std::move(upgrade));
+    };
+    caf::anon_send(sources_, actors::source_sub_atom::value, actors::source_subscribe_request_ptr(std::move(req)));
+  }
+  return {};
 }
 
 }  // namespace tidings::broker

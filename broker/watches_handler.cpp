@@ -22,6 +22,8 @@ unsigned status_of(actors::watch_error_kind kind) {
     case actors::watch_error_kind::over_limit:
     case actors::watch_error_kind::busy:
       return 409;
+    case actors::watch_error_kind::upstream:
+      return 502;
     case actors::watch_error_kind::unavailable:
       break;
   }
@@ -37,9 +39,6 @@ json info_json(const actors::watch_info& w) {
   return j;
 }
 
-http_response json_response(unsigned status, const json& body) {
-  return {status, body.dump(-1, ' ', false, json::error_handler_t::replace), "application/json", {}};
-}
 
 std::optional<std::string> millis_field(const json& value, const char* name, std::int64_t& out) {
   if (!value.is_number_integer() || value.get<std::int64_t>() < 0 ||

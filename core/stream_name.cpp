@@ -22,11 +22,14 @@ bool valid_stream_name(std::string_view name) {
   return true;
 }
 
-// Watch notices go to "watch:<name>" (DESIGN.md), a name publishers cannot
-// use but readers may.
+// Watch notices go to "watch:<name>" (DESIGN.md) and a source's events to
+// "src:<hash>" (issue 4): names publishers cannot use but readers may.
 bool readable_stream_name(std::string_view name) {
-  constexpr std::string_view watch_stream_prefix = "watch:";
-  if (name.starts_with(watch_stream_prefix)) name.remove_prefix(watch_stream_prefix.size());
+  for (std::string_view prefix : {"watch:", "src:"}) {
+    if (!name.starts_with(prefix)) continue;
+    name.remove_prefix(prefix.size());
+    break;
+  }
   return valid_stream_name(name);
 }
 

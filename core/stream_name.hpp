@@ -8,8 +8,8 @@ namespace tidings::core {
 
 // [a-z0-9][a-z0-9._-]{0,127}
 bool valid_stream_name(std::string_view name);
-// A valid name, or "watch:" and a valid name (a watch's notices): readable,
-// not publishable.
+// A valid name, or "watch:" or "src:" and a valid name (a watch's notices, a
+// source's events): readable, not publishable.
 bool readable_stream_name(std::string_view name);
 
 // One `stream=` parameter of the SSE route: NAME, or NAME:PREFIX where PREFIX

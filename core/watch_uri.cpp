@@ -13,6 +13,18 @@ std::string watch_notice_stream(std::string_view watch_name) {
   return "watch:" + std::string(watch_name);
 }
 
+bool is_stream_uri(std::string_view uri) { return uri.starts_with(stream_uri_scheme); }
+
+bool has_uri_scheme(std::string_view uri) {
+  auto colon = uri.find(':');
+  if (colon == std::string_view::npos || colon == 0 || colon + 1 == uri.size()) return false;
+  auto alpha = [](char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'); };
+  if (!alpha(uri[0])) return false;
+  for (auto c : uri.substr(0, colon))
+    if (!alpha(c) && !(c >= '0' && c <= '9') && c != '+' && c != '-' && c != '.') return false;
+  return true;
+}
+
 std::optional<stream_uri> parse_stream_uri(std::string_view uri, std::string* error) {
   if (!uri.starts_with(stream_uri_scheme)) {
     auto scheme_end = uri.find("://");

@@ -20,6 +20,12 @@ struct stream_uri {
   std::string prefix;  // "" (every path) or starting with '/'
 };
 
+// Whether the URI is a Tidings stream's (stream://...); any other URI with a
+// scheme names an upstream resource, routed to a source (issue 4).
+bool is_stream_uri(std::string_view uri);
+// "scheme://..." or "scheme:..." with a scheme of RFC 3986's characters.
+bool has_uri_scheme(std::string_view uri);
+
 // The parsed URI, or a reason it cannot be watched in *error.
 std::optional<stream_uri> parse_stream_uri(std::string_view uri, std::string* error);
 

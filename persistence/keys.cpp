@@ -65,4 +65,11 @@ std::string watch_snapshot_key(std::string_view tenant, std::string_view watch, 
   return key;
 }
 
+std::string source_snapshot_key(std::string_view tenant, std::string_view source_key) {
+  std::string key = "source";
+  key += '\0';
+  key += stream_key(tenant, source_key);
+  return key;
+}
+
 }  // namespace tidings::persistence

@@ -36,7 +36,9 @@ std::string idempotency_key(std::uint64_t stream_id, std::string_view key);
 // the prefix tenant '\0' name '\0'.
 std::string watch_cursor_key(std::string_view tenant, std::string_view watch, std::string_view stream);
 // snapshots family: "watch" '\0' tenant '\0' name '\0' path; a watch's paths
-// share the prefix (path ""). Sources (later) use their own prefix.
+// share the prefix (path "").
 std::string watch_snapshot_key(std::string_view tenant, std::string_view watch, std::string_view path);
+// snapshots family: "source" '\0' tenant '\0' source key: a source's last read.
+std::string source_snapshot_key(std::string_view tenant, std::string_view source_key);
 
 }  // namespace tidings::persistence

@@ -424,6 +424,20 @@ status store::get_watch_progress(const watch_id& id, const std::string& stream,
   return {};
 }
 
+status store::get_source_snapshot(const std::string& tenant, const std::string& source_key,
+                                  std::optional<path_state>* out) {
+  out->reset();
+  std::string value;
+  auto got = db_->Get(rocksdb::ReadOptions(), families_[snapshots_cf], source_snapshot_key(tenant, source_key),
+                      &value);
+  if (got.IsNotFound()) return {};
+  if (!got.ok()) return from(got, "read the snapshot of source " + source_key);
+  path_state state;
+  if (!parse(value, source_key, &state)) return status::error("corrupt snapshot of source " + source_key);
+  *out = std::move(state);
+  return {};
+}
+
 status store::get_idempotency(std::uint64_t stream_id, const std::string& key,
                               std::optional<idempotency_record>* out) {
   out->reset();
@@ -460,6 +474,8 @@ void store::add_to_batch(const write_set& ws, rocksdb::WriteBatch& batch) const 
       must(batch.Put(families_[snapshots_cf], watch_snapshot_key(id.tenant, id.name, state.path),
                      serialize(state)));
   }
+  for (const auto& snap : ws.snapshot_puts)
+    must(batch.Put(families_[snapshots_cf], source_snapshot_key(snap.tenant, snap.key), serialize(snap.state)));
   if (ws.meta)
     must(batch.Put(families_[streams_cf], stream_key(ws.meta->tenant, ws.meta->name), serialize(*ws.meta)));
   for (const auto& ev : ws.events)

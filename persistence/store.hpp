@@ -66,6 +66,7 @@ struct write_set {
   std::vector<watch_spec> watch_puts;
   std::vector<watch_id> watch_deletes;  // spec, cursors and snapshot
   std::vector<std::pair<watch_id, watch_progress>> progress_puts;
+  std::vector<source_snapshot> snapshot_puts;
 };
 
 class store {
@@ -98,6 +99,10 @@ class store {
   // The progress of a watch on `stream`; nullopt when none was committed.
   status get_watch_progress(const watch_id& id, const std::string& stream,
                             std::optional<watch_progress>* out);
+
+  // A source's last read; nullopt when none was stored.
+  status get_source_snapshot(const std::string& tenant, const std::string& source_key,
+                             std::optional<path_state>* out);
 
   status get_idempotency(std::uint64_t stream_id, const std::string& key,
                          std::optional<idempotency_record>* out);

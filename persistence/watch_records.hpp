@@ -47,4 +47,13 @@ struct watch_progress {
   std::string shape;              // of the newest read: "state", "event-log", "events", or "" (none yet)
 };
 
+// A source's last read (issue 4): after a restart its first read is diffed
+// against this, so changes made while the node was down still come out.
+// Written in the same batch as the events that read produced.
+struct source_snapshot {
+  std::string tenant;
+  std::string key;    // the canonical source key
+  path_state state;   // path: unused; shape "state" or "event-log"
+};
+
 }  // namespace tidings::persistence

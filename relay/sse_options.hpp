@@ -2,6 +2,7 @@
 
 #include <chrono>
 #include <cstddef>
+#include <memory>
 #include <optional>
 #include <vector>
 
@@ -29,6 +30,8 @@ struct sse_request {
   std::string tenant = "default";
   std::vector<core::stream_selector> streams;
   std::optional<std::vector<core::cursor>> resume;  // one per stream when set
+  // Kept as long as the session lives: the leases of the sources it reads.
+  std::vector<std::shared_ptr<const void>> holds;
 };
 
 }  // namespace tidings::relay

@@ -201,3 +201,34 @@ TEST_CASE("a position writes only the paths that changed, a reset replaces them 
   REQUIRE(got->paths.size() == 1);
   CHECK(got->paths[0].path == "/other");
 }
+
+TEST_CASE("a source's snapshot survives a reopen and is replaced by the next", "[store][sources]") {
+  temp_dir tmp;
+  const std::string key = "memory|memory://knowledge-graph";
+  {
+    auto db = open_store(tmp.db());
+    group_committer gc(*db);
+    write_set first;
+    first.snapshot_puts.push_back({"default", key, {"", "state", R"({"a":1})", std::nullopt}});
+    first.snapshot_puts.push_back({"other", key, {"", "event-log", "", 9}});
+    REQUIRE(commit(gc, std::move(first)).ok());
+    write_set second;
+    second.snapshot_puts.push_back({"default", key, {"", "state", R"({"a":2})", std::nullopt}});
+    REQUIRE(commit(gc, std::move(second)).ok());
+  }
+  auto db = open_store(tmp.db());
+  std::optional<path_state> got;
+  REQUIRE(db->get_source_snapshot("default", key, &got).ok());
+  REQUIRE(got);
+  CHECK(got->shape == "state");
+  CHECK(got->state_json == R"({"a":2})");
+  REQUIRE(db->get_source_snapshot("other", key, &got).ok());
+  REQUIRE(got);
+  CHECK(got->last_seq == std::optional<std::uint64_t>(9));
+  REQUIRE(db->get_source_snapshot("default", "nothing|x://y", &got).ok());
+  CHECK_FALSE(got);
+  // A watch's snapshot records live beside them without mixing.
+  std::optional<watch_progress> progress;
+  REQUIRE(db->get_watch_progress({"default", "memory"}, "memo", &progress).ok());
+  CHECK_FALSE(progress);
+}

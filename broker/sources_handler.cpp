@@ -1,0 +1,105 @@
+// GET /v1/resources, GET /v1/resources/read?uri=, GET /v1/sources and
+// POST /webhooks/resource-updated/{token}: the front door of the upstream
+// sources (issue 4). Connector work runs on the sources thread; its answer
+// comes back through `respond`.
+
+#include <algorithm>
+#include <boost/asio/post.hpp>
+
+#include "broker/api.hpp"
+#include "core/read_extraction.hpp"
+#include "sources/web/web_connector.hpp"
+
+namespace tidings::broker {
+namespace {
+
+using nlohmann::json;
+
+json resource_json(const sources::resource_info& r) {
+  return {{"uri", r.uri},
+          {"template", r.template_},
+          {"name", r.name},
+          {"description", r.description},
+          {"example", r.example},
+          {"mime_type", r.mime_type},
+          {"server", r.server},
+          {"subscribable", r.subscribable}};
+}
+
+json source_json(const actors::source_info& s) {
+  json j = {{"uri", s.uri},         {"key", s.key},         {"stream", s.stream},
+            {"server", s.server},   {"shape", s.shape},     {"state", s.state},
+            {"subscribers", s.subscribers}, {"failures", s.failures}, {"reads", s.reads},
+            {"events", s.events}};
+  if (!s.error.empty()) j["error"] = s.error;
+  return j;
+}
+
+constexpr std::size_t max_uri_bytes = 2048;
+
+}  // namespace
+
+route_result api::list_resources(responder respond) {
+  auto& loop = loop_;
+  boost::asio::post(loop.context(), [&loop, respond = std::move(respond)] {
+    loop.upstreams().ensure_started([&loop, respond] {
+      json out = json::array();
+      for (const auto& r : loop.upstreams().resources()) out.push_back(resource_json(r));
+      respond(json_response(200, out));
+    });
+  });
+  return {};
+}
+
+route_result api::read_resource(const http_request& req, responder respond) {
+  const auto* uri = req.query_one("uri");
+  if (!uri || uri->empty()) return {error_response(400, "name the resource: /v1/resources/read?uri=URI"), {}};
+  if (uri->size() > max_uri_bytes) return {error_response(400, "uri is longer than 2048 bytes"), {}};
+  auto& loop = loop_;
+  boost::asio::post(loop.context(), [&loop, uri = *uri, respond = std::move(respond)] {
+    loop.upstreams().ensure_started([&loop, uri, respond] {
+      auto route = loop.upstreams().route(uri);
+      if (!route.upstream) return respond(error_response(404, route.error));
+      route.upstream->read(route.uri, [respond](sources::read_outcome r) {
+        if (!r.result) return respond(error_response(502, r.error));
+        // Parsed JSON, else the text as a JSON string (ADR 0005's read_resource).
+        auto value = core::parse_state_text(r.result->text);
+        auto out = json_response(200, value);
+        out.headers.emplace_back("X-Resource-Mime-Type", r.result->mime_type);
+        respond(std::move(out));
+      });
+    });
+  });
+  return {};
+}
+
+route_result api::list_sources(responder respond) {
+  auto req = std::make_shared<actors::source_list_request>();
+  req->tenant = "default";
+  req->reply = [respond = std::move(respond)](std::vector<actors::source_info> list) {
+    json out = json::array();
+    for (const auto& s : list) out.push_back(source_json(s));
+    respond(json_response(200, out));
+  };
+  caf::anon_send(sources_, actors::source_list_atom::value, actors::source_list_request_ptr(std::move(req)));
+  return {};
+}
+
+route_result api::fire_webhook(const std::string& token, const http_request& req, responder respond) {
+  // A browser on another site must not trigger watches; servers send no Origin.
+  if (const auto* origin = req.header("origin")) {
+    const auto& allowed = cfg_.upstreams.web.allowed_origins;
+    if (std::find(allowed.begin(), allowed.end(), *origin) == allowed.end())
+      return {error_response(403, "origin " + *origin + " is not allowed to call webhooks"), {}};
+  }
+  auto& loop = loop_;
+  boost::asio::post(loop.context(), [&loop, token, respond = std::move(respond)] {
+    auto* web = dynamic_cast<sources::web::web_connector*>(loop.upstreams().find("resources"));
+    auto uri = web ? web->fire(token) : std::nullopt;
+    if (!uri) return respond(error_response(404, "unknown webhook token"));
+    respond(json_response(200, {{"ok", true}, {"uri", *uri}}));
+  });
+  return {};
+}
+
+}  // namespace tidings::broker

@@ -1,0 +1,65 @@
+#pragma once
+
+// The `upstreams:` section of the node's YAML config (issue 4): which MCP
+// servers, Kubernetes contexts, PostgreSQL databases, file roots and
+// webhook/poll resources this node may subscribe to. Strings may use
+// ${env.NAME}, replaced from the environment (tokens belong there, not in
+// the file). Parsed and checked at start: a bad section stops the node with
+// a message naming the setting.
+//
+//   upstreams:
+//     mcp:
+//       memory: {command: [node, server.js], env: {K: V}, cwd: /x, timeout_ms: 30000}
+//       remote: {url: http://127.0.0.1:3001/mcp, headers: {Authorization: Bearer ...}}
+//     postgres:
+//       app: {conninfo: "host=127.0.0.1 port=5432 dbname=app", path_field: id}
+//     files: {roots: [/srv/data]}
+//     resources:
+//       - uri: reports://folder
+//         name: reports
+//         description: "... Example: ..."
+//         mime_type: application/json
+//         backend: {url: http://..., headers: {}, expected_status_codes: [200, 404]}
+//         watch: {strategy: {type: webhook, token: "${env.T}", previous_tokens: []}}
+//         # or     {strategy: {type: poll, interval_ms: 60000}}
+//     allowed_origins: [https://app.example]
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <boost/asio/io_context.hpp>
+
+#include "sources/file/file_config.hpp"
+#include "sources/mcp/mcp_config.hpp"
+#include "sources/postgres/postgres_config.hpp"
+#include "sources/upstream.hpp"
+#include "sources/web/web_config.hpp"
+
+namespace YAML {
+class Node;
+}
+
+namespace tidings::broker {
+
+struct upstreams_config {
+  std::vector<sources::mcp::mcp_config> mcp;
+  std::vector<sources::postgres::postgres_config> postgres;
+  std::optional<sources::file::file_config> files;
+  sources::web::web_config web;
+
+  bool empty() const { return mcp.empty() && postgres.empty() && !files && web.resources.empty(); }
+};
+
+// Fills *out from the section; an error names the offending setting.
+std::optional<std::string> parse_upstreams(const YAML::Node& section, upstreams_config* out);
+
+// "${env.NAME}" replaced throughout; an unset variable is an error.
+std::optional<std::string> interpolate_env(const std::string& text, std::string* out);
+
+// The connectors, in configuration order (which routing's fallback follows).
+std::vector<std::unique_ptr<sources::connector>> make_connectors(boost::asio::io_context& ioc,
+                                                                 const upstreams_config& cfg);
+
+}  // namespace tidings::broker

@@ -1,0 +1,65 @@
+#pragma once
+
+// The node's configured upstreams and the routing of a URI to one of them
+// (ADR 0005 "Routing"). Lives on the sources thread like the connectors.
+//
+// Connectors start lazily, on the first subscribe, read or listing, so a
+// node with an unreachable upstream still starts; one whose start failed
+// is tried again on the next use.
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "sources/upstream.hpp"
+
+namespace tidings::sources {
+
+struct route_result {
+  connector* upstream = nullptr;  // nullptr: see error
+  std::string uri;                // canonical, as the connector spells it
+  std::string key;                // "<connector>|<canonical uri>": one source per key
+  std::string error;
+};
+
+class catalog {
+ public:
+  explicit catalog(std::vector<std::unique_ptr<connector>> connectors);
+  ~catalog();
+  catalog(const catalog&) = delete;
+  catalog& operator=(const catalog&) = delete;
+
+  // Starts every connector that is not running; `done` runs once all have
+  // answered (each failure is logged and kept for start_errors()).
+  void ensure_started(std::function<void()> done);
+
+  // After ensure_started: where the URI goes.
+  route_result route(std::string_view uri) const;
+
+  // After ensure_started: every connector's resources and templates.
+  std::vector<resource_info> resources() const;
+
+  // "<connector>: <error>" for each connector whose last start failed.
+  std::vector<std::string> start_errors() const;
+
+  connector* find(std::string_view name) const;
+  bool empty() const { return connectors_.empty(); }
+
+  // Ends every connector (child processes, connections).
+  void stop();
+
+ private:
+  struct slot {
+    std::unique_ptr<connector> conn;
+    enum class phase { idle, starting, started, failed } at = phase::idle;
+    std::string error;
+  };
+  std::vector<slot> connectors_;
+  std::vector<std::function<void()>> waiting_;
+  std::size_t starting_ = 0;
+  bool stopped_ = false;
+};
+
+}  // namespace tidings::sources

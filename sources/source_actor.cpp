@@ -1,0 +1,333 @@
+#include "sources/source_actor.hpp"
+
+#include <boost/asio/post.hpp>
+
+#include "core/event.hpp"
+#include "logging/log.hpp"
+
+namespace tidings::sources {
+namespace {
+
+using self_ptr = source_actor::stateful_pointer<source_state>;
+using nlohmann::json;
+using phase = source_state::phase;
+
+// Runs fn inside the actor, if it is still alive.
+void post_back(const caf::actor_addr& weak, std::function<void()> fn) {
+  if (auto strong = caf::actor_cast<source_actor>(weak))
+    caf::anon_send(strong, actors::task_atom::value, actors::actor_task{std::move(fn)});
+}
+
+void on_loop(source_state& st, std::function<void()> fn) { boost::asio::post(*st.cfg.loop, std::move(fn)); }
+
+std::string phase_name(phase p) {
+  switch (p) {
+    case phase::starting:
+      return "starting";
+    case phase::running:
+      return "running";
+    case phase::resubscribing:
+      return "resubscribing";
+    case phase::failed:
+      break;
+  }
+  return "failed";
+}
+
+void set_phase(source_state& st, phase p, std::string error = {}) {
+  st.at = p;
+  st.cfg.status->update([&](actors::source_info& i) {
+    i.state = phase_name(p);
+    i.failures = st.failures;
+    if (!error.empty()) i.error = std::move(error);
+  });
+}
+
+// An event's path is the changed object's key; a key that is no valid path
+// (too long, control characters) falls back to the whole resource.
+std::string event_path(const json& fields) {
+  auto key = fields.value("key", std::string());
+  if (key.empty()) return std::string(core::default_event_path);
+  auto path = key.front() == '/' ? key : "/" + key;
+  return core::check_event_path(path) ? std::string(core::default_event_path) : path;
+}
+
+std::string event_type(const json& fields) {
+  auto type = fields.value("type", std::string());
+  return core::check_event_type(type) ? std::string(core::default_event_type) : type;
+}
+
+core::event make_event(const source_state& st, json fields) {
+  core::event ev;
+  ev.path = event_path(fields);
+  ev.type = event_type(fields);
+  fields["uri"] = st.cfg.uri;
+  ev.data_json = fields.dump(-1, ' ', false, json::error_handler_t::replace);
+  return ev;
+}
+
+persistence::source_snapshot snapshot_of(const source_state& st, const core::resource_tracker& t) {
+  persistence::source_snapshot snap;
+  snap.tenant = st.cfg.tenant;
+  snap.key = st.cfg.key;
+  snap.state.shape = std::string(t.shape_name());
+  if (t.current_shape() == core::resource_tracker::shape::state)
+    snap.state.state_json = t.state().dump(-1, ' ', false, json::error_handler_t::replace);
+  snap.state.last_seq = t.last_seq();
+  return snap;
+}
+
+void close_upstream(source_state& st) {
+  on_loop(st, [slot = st.slot] {
+    if (!slot->up) return;
+    slot->up->close();
+    slot->up.reset();
+  });
+}
+
+// The first subscribe or read failed: every waiting subscriber gets the
+// upstream's own message, and nothing is left running.
+void fail_fast(self_ptr self, const std::string& reason) {
+  auto& st = self->state;
+  set_phase(st, phase::failed, reason);
+  logging::info("source.start_failed", {{"uri", st.cfg.uri}, {"error", reason}});
+  for (auto& j : st.joiners) j->reply(actors::watch_error{actors::watch_error_kind::upstream, reason}, {});
+  st.joiners.clear();
+  close_upstream(st);
+  self->quit(caf::make_error(caf::sec::runtime_error, reason));
+}
+
+void subscribe_upstream(self_ptr self);
+void read_upstream(self_ptr self);
+
+// Gave up: subscribers of the stream learn it from an ERROR event (watches
+// fail on it), then the source ends.
+void fail(self_ptr self, const std::string& reason) {
+  auto& st = self->state;
+  auto message = "source failed after " + std::to_string(st.failures) + " attempts: " + reason;
+  set_phase(st, phase::failed, message);
+  logging::error("source.failed", {{"uri", st.cfg.uri}, {"error", message}});
+  auto req = std::make_shared<actors::publish_request>();
+  req->events.push_back(make_event(st, {{"type", "ERROR"}, {"message", message}, {"source_failed", true}}));
+  caf::actor_addr weak = self->address();
+  req->reply = [weak, self, message](const actors::publish_result&) {
+    post_back(weak, [self, message] {
+      close_upstream(self->state);
+      self->quit(caf::make_error(caf::sec::runtime_error, message));
+    });
+  };
+  self->send(st.cfg.hub, actors::publish_atom::value, actors::publish_request_ptr(std::move(req)));
+}
+
+void retry_later(self_ptr self, const std::string& reason) {
+  auto& st = self->state;
+  if (st.failures >= st.cfg.backoff.size()) return fail(self, reason);
+  auto wait = st.cfg.backoff[st.failures];
+  set_phase(st, phase::resubscribing, reason);
+  logging::info("source.resubscribing", {{"uri", st.cfg.uri},
+                                         {"reason", reason},
+                                         {"attempt", static_cast<std::uint64_t>(st.failures + 1)},
+                                         {"wait_ms", static_cast<std::int64_t>(wait.count())}});
+  auto generation = st.generation;
+  self->delayed_send(self, wait, actors::task_atom::value, actors::actor_task{[self, generation] {
+                       if (self->state.generation == generation && self->state.at == phase::resubscribing)
+                         subscribe_upstream(self);
+                     }});
+}
+
+void on_ended(self_ptr self, std::uint64_t generation, const std::string& reason) {
+  auto& st = self->state;
+  if (generation != st.generation || st.at == phase::failed) return;
+  if (st.at == phase::starting) return fail_fast(self, reason);
+  // The first end of a healthy subscription is not yet a failure; each
+  // failed attempt after it is.
+  if (st.at == phase::resubscribing) ++st.failures;
+  ++st.generation;
+  st.reading = false;
+  st.read_again = false;
+  retry_later(self, reason);
+}
+
+void on_subscribed(self_ptr self, std::uint64_t generation) {
+  auto& st = self->state;
+  if (generation != st.generation || st.at == phase::failed) return;
+  logging::debug("source.subscribed", {{"uri", st.cfg.uri}, {"stream", st.cfg.stream}});
+  if (st.reading) {
+    st.read_again = true;
+    return;
+  }
+  read_upstream(self);
+}
+
+void subscribe_upstream(self_ptr self) {
+  auto& st = self->state;
+  auto generation = ++st.generation;
+  caf::actor_addr weak = self->address();
+  on_loop(st, [self, weak, generation, slot = st.slot, conn = st.cfg.upstreams, uri = st.cfg.uri] {
+    if (!slot->up) {
+      std::string error;
+      slot->up = conn->open(uri, &error);
+      if (!slot->up) {
+        post_back(weak, [self, generation, error] { on_ended(self, generation, error); });
+        return;
+      }
+    }
+    upstream::handlers h;
+    h.subscribed = [self, weak, generation] { post_back(weak, [self, generation] { on_subscribed(self, generation); }); };
+    h.updated = [self, weak, generation] {
+      post_back(weak, [self, generation] {
+        auto& st = self->state;
+        if (generation != st.generation || st.at != phase::running) return;
+        if (st.reading) {
+          st.read_again = true;
+          return;
+        }
+        read_upstream(self);
+      });
+    };
+    h.ended = [self, weak, generation](std::string reason) {
+      post_back(weak, [self, generation, reason = std::move(reason)] { on_ended(self, generation, reason); });
+    };
+    slot->up->subscribe(std::move(h));
+  });
+}
+
+void read_done(self_ptr self) {
+  auto& st = self->state;
+  st.reading = false;
+  if (st.read_again && st.at == phase::running) {
+    st.read_again = false;
+    read_upstream(self);
+  }
+}
+
+// The read's events and the snapshot they leave commit in one batch; the
+// tracker moves on only once they did.
+void commit_read(self_ptr self, core::resource_tracker next, std::vector<core::extracted_event> events) {
+  auto& st = self->state;
+  caf::actor_addr weak = self->address();
+  auto shared_next = std::make_shared<core::resource_tracker>(std::move(next));
+  auto count = events.size();
+  auto done = [self, weak, shared_next, count](std::string error) {
+    post_back(weak, [self, shared_next, count, error] {
+      auto& st = self->state;
+      if (!error.empty()) {
+        logging::error("source.commit_failed", {{"uri", st.cfg.uri}, {"error", error}});
+        if (st.at == phase::starting) return fail_fast(self, "storing the first read failed: " + error);
+        st.cfg.status->update([&](actors::source_info& i) { i.error = "storing a read failed: " + error; });
+        return read_done(self);
+      }
+      st.tracker = std::move(*shared_next);
+      st.failures = 0;
+      st.cfg.status->update([&](actors::source_info& i) {
+        i.shape = std::string(st.tracker.shape_name());
+        i.events += count;
+      });
+      if (st.at != phase::running) {
+        set_phase(st, phase::running);
+        for (auto& j : st.joiners) j->reply(std::nullopt, std::string(st.tracker.shape_name()));
+        st.joiners.clear();
+      }
+      read_done(self);
+    });
+  };
+  auto snapshot = snapshot_of(st, *shared_next);
+  if (events.empty()) {
+    persistence::write_set ws;
+    ws.snapshot_puts.push_back(std::move(snapshot));
+    st.cfg.committer->submit(std::move(ws), [done](const persistence::status& s) { done(s.ok() ? "" : s.message()); });
+    return;
+  }
+  auto req = std::make_shared<actors::publish_request>();
+  for (auto& ev : events) req->events.push_back(make_event(st, std::move(ev.fields)));
+  req->snapshots.push_back(std::move(snapshot));
+  req->reply = [done](const actors::publish_result& r) {
+    done(r.outcome == actors::publish_outcome::unavailable ? (r.error.empty() ? "unavailable" : r.error) : "");
+  };
+  self->send(st.cfg.hub, actors::publish_atom::value, actors::publish_request_ptr(std::move(req)));
+}
+
+void on_read(self_ptr self, std::uint64_t generation, const read_outcome& r) {
+  auto& st = self->state;
+  if (generation != st.generation || st.at == phase::failed) return;
+  st.cfg.status->update([](actors::source_info& i) { ++i.reads; });
+  if (!r.result) {
+    if (st.at == phase::starting) return fail_fast(self, r.error);
+    // A read that fails while subscribed is retried like a subscription.
+    st.reading = false;
+    if (st.at == phase::resubscribing) ++st.failures;
+    ++st.generation;
+    close_upstream(st);
+    st.slot = std::make_shared<upstream_slot>();
+    return retry_later(self, r.error);
+  }
+  auto next = st.tracker;
+  bool event_log = r.result->mime_type == core::event_log_mime_type;
+  auto out = next.apply(event_log, r.result->text);
+  if (!out.error.empty()) {
+    if (st.at == phase::starting) return fail_fast(self, "malformed event-log read: " + out.error);
+    // Reported in-band, like an event-log server's own ERROR events.
+    core::extracted_event ev;
+    ev.fields = {{"type", "ERROR"}, {"message", "malformed event-log read: " + out.error}};
+    out.events.push_back(std::move(ev));
+    next = st.tracker;
+  }
+  commit_read(self, std::move(next), std::move(out.events));
+}
+
+void read_upstream(self_ptr self) {
+  auto& st = self->state;
+  st.reading = true;
+  auto generation = st.generation;
+  caf::actor_addr weak = self->address();
+  on_loop(st, [self, weak, generation, slot = st.slot] {
+    if (!slot->up) return;
+    slot->up->read([self, weak, generation](read_outcome r) {
+      auto shared = std::make_shared<read_outcome>(std::move(r));
+      post_back(weak, [self, generation, shared] { on_read(self, generation, *shared); });
+    });
+  });
+}
+
+void restore_snapshot(source_state& st) {
+  std::optional<persistence::path_state> snap;
+  if (auto s = st.cfg.store->get_source_snapshot(st.cfg.tenant, st.cfg.key, &snap); !s.ok()) {
+    // The first read becomes a plain baseline: changes while the node was
+    // down are not reported, which the log says.
+    logging::warn("source.snapshot_unreadable", {{"uri", st.cfg.uri}, {"error", s.message()}});
+    return;
+  }
+  if (snap) st.tracker.restore(snap->shape, snap->state_json, snap->last_seq);
+}
+
+}  // namespace
+
+source_actor::behavior_type source(source_actor::stateful_pointer<source_state> self, source_config cfg) {
+  self->state.cfg = std::move(cfg);
+  restore_snapshot(self->state);
+  set_phase(self->state, phase::starting);
+  subscribe_upstream(self);
+  return {
+      [self](join_atom, const source_join_ptr& join) {
+        auto& st = self->state;
+        if (st.at == phase::starting) return st.joiners.push_back(join);
+        if (st.at == phase::failed)
+          return join->reply(actors::watch_error{actors::watch_error_kind::unavailable, "the source failed"}, {});
+        join->reply(std::nullopt, std::string(st.tracker.shape_name()));
+      },
+      [self](actors::task_atom, const actors::actor_task& task) {
+        if (task.run) task.run();
+      },
+      [self](close_atom) {
+        auto& st = self->state;
+        for (auto& j : st.joiners)
+          j->reply(actors::watch_error{actors::watch_error_kind::unavailable, "the source was stopped"}, {});
+        st.joiners.clear();
+        close_upstream(st);
+        logging::debug("source.stopped", {{"uri", st.cfg.uri}});
+        self->quit();
+      },
+  };
+}
+
+}  // namespace tidings::sources

@@ -1,0 +1,74 @@
+#pragma once
+
+// One source: an upstream subscription for one canonical source key,
+// feeding the stream src:<hash> (DESIGN.md "source", issue 4).
+//
+//   starting ──subscribed──> first read ──ok──> running      (joiners: ok)
+//      └──ended / read failed (first time) ──> quit          (joiners: the upstream's error)
+//   running ──updated──> read ──> publish events + snapshot ──> running
+//                       (an update during a read or publish: one more read after it)
+//   running ──ended──> resubscribing: backoff 1, 2, 4, 8, 16 s, subscribe again
+//                          ├──subscribed──> read (the diff covers the gap) ──> running
+//                          └──5th failure──> ERROR event on the stream, quit
+//   any ──close──> upstream closed (unsubscribe on the upstream side), quit
+//
+// Nothing runs on a timer while the subscription is healthy.
+
+#include <chrono>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <boost/asio/io_context.hpp>
+
+#include "actors/hub_actor.hpp"
+#include "core/resource_tracker.hpp"
+#include "persistence/group_commit.hpp"
+#include "sources/source_actors.hpp"
+#include "sources/source_status.hpp"
+#include "sources/upstream.hpp"
+
+namespace tidings::sources {
+
+struct source_config {
+  std::string tenant;
+  std::string uri;  // as routed (canonical)
+  std::string key;
+  std::string stream;
+  connector* upstreams = nullptr;  // used on the sources thread only
+  boost::asio::io_context* loop = nullptr;
+  persistence::store* store = nullptr;
+  persistence::group_committer* committer = nullptr;
+  actors::hub_actor hub;
+  std::shared_ptr<source_status> status;
+  // Waits before each resubscribe attempt; the source fails after the last.
+  std::vector<std::chrono::milliseconds> backoff = {std::chrono::seconds(1), std::chrono::seconds(2),
+                                                    std::chrono::seconds(4), std::chrono::seconds(8),
+                                                    std::chrono::seconds(16)};
+};
+
+// The upstream, touched only on the sources thread; the actor holds it
+// through this slot so that it is created and destroyed there.
+struct upstream_slot {
+  std::unique_ptr<upstream> up;
+};
+
+struct source_state {
+  static inline const char* name = "source";
+
+  enum class phase { starting, running, resubscribing, failed };
+
+  source_config cfg;
+  std::shared_ptr<upstream_slot> slot = std::make_shared<upstream_slot>();
+  core::resource_tracker tracker;  // as of the last committed read
+  phase at = phase::starting;
+  std::vector<source_join_ptr> joiners;
+  std::uint64_t generation = 0;  // of the current subscribe attempt
+  std::size_t failures = 0;      // consecutive, since the last good read
+  bool reading = false;          // a read or its publish is in flight
+  bool read_again = false;       // an update came meanwhile
+};
+
+source_actor::behavior_type source(source_actor::stateful_pointer<source_state> self, source_config cfg);
+
+}  // namespace tidings::sources

@@ -1,0 +1,41 @@
+#pragma once
+
+// Typed interface of a source actor (DESIGN.md "Actors": source), one per
+// canonical source key, spawned and stopped by the source registry
+// (actors/source_registry_actor.hpp). Its upstream lives on the sources
+// thread (sources/upstream.hpp); the actor posts calls there and the
+// upstream's callbacks come back as tasks.
+
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include <caf/all.hpp>
+
+#include "actors/source_registry_actor.hpp"
+#include "actors/watch_actors.hpp"
+
+namespace tidings::sources {
+
+using join_atom = caf::atom_constant<caf::atom("join")>;
+using close_atom = caf::atom_constant<caf::atom("close")>;
+
+// A subscriber waiting for the source's first read. The reply carries an
+// error, or nothing when the source is running.
+struct source_join {
+  std::function<void(std::optional<actors::watch_error>, std::string shape)> reply;
+};
+using source_join_ptr = std::shared_ptr<source_join>;
+
+using source_actor = caf::typed_actor<
+    // Answer once the first read is done (at once when it is).
+    caf::reacts_to<join_atom, source_join_ptr>,
+    // A callback from the sources thread, or a backoff timer.
+    caf::reacts_to<actors::task_atom, actors::actor_task>,
+    // The last subscriber left, or the node stops: close the upstream, quit.
+    caf::reacts_to<close_atom>>;
+
+}  // namespace tidings::sources
+
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(tidings::sources::source_join_ptr)

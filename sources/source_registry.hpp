@@ -1,0 +1,56 @@
+#pragma once
+
+// The source registry actor (actors/source_registry_actor.hpp): routes a
+// URI on the sources thread, keeps one source actor per (tenant, source
+// key) with the leases its subscribers hold, and stops a source when its
+// last lease is dropped. A source that fails or cannot start leaves the
+// table, so the next subscribe starts a fresh one.
+
+#include <chrono>
+#include <map>
+#include <memory>
+#include <set>
+#include <string>
+#include <vector>
+
+#include <boost/asio/io_context.hpp>
+
+#include "actors/hub_registry.hpp"
+#include "actors/source_registry_actor.hpp"
+#include "persistence/group_commit.hpp"
+#include "sources/catalog.hpp"
+#include "sources/source_actors.hpp"
+#include "sources/source_status.hpp"
+
+namespace tidings::sources {
+
+struct source_registry_config {
+  catalog* upstreams = nullptr;  // used on the sources thread only
+  boost::asio::io_context* loop = nullptr;
+  persistence::store* store = nullptr;
+  persistence::group_committer* committer = nullptr;
+  actors::hub_registry* hubs = nullptr;
+  std::vector<std::chrono::milliseconds> backoff;  // empty: 1, 2, 4, 8, 16 s
+};
+
+struct source_registry_state {
+  static inline const char* name = "source_registry";
+
+  struct entry {
+    source_actor actor;
+    std::shared_ptr<source_status> status;
+    std::set<std::uint64_t> leases;
+    std::size_t joining = 0;  // subscribers waiting for the first read
+  };
+
+  source_registry_config cfg;
+  std::map<std::string, entry> sources;         // tenant '\0' key
+  std::map<std::uint64_t, std::string> leases;  // lease -> tenant '\0' key
+  std::uint64_t next_lease = 1;
+  bool stopping = false;
+};
+
+actors::source_registry_actor::behavior_type source_registry(
+    actors::source_registry_actor::stateful_pointer<source_registry_state> self, source_registry_config cfg);
+
+}  // namespace tidings::sources

@@ -1,0 +1,35 @@
+#include "sources/web/web_config.hpp"
+
+#include <map>
+
+namespace tidings::sources::web {
+
+std::vector<std::string> check_web_config(const web_config& cfg) {
+  std::vector<std::string> errors;
+  std::map<std::string, std::string> owner_of_token;  // token -> uri
+  std::map<std::string, int> uris;
+  for (const auto& r : cfg.resources) {
+    if (r.uri.empty()) errors.push_back("a resource has no uri");
+    if (++uris[r.uri] == 2) errors.push_back("resource " + r.uri + " is configured twice");
+    if (r.kind == strategy::poll && !r.backend)
+      errors.push_back("resource " + r.uri + ": a poll strategy needs a backend to fetch");
+    if (r.backend) {
+      http_url url;
+      std::string error;
+      if (!parse_http_url(r.backend->url, &url, &error))
+        errors.push_back("resource " + r.uri + ": backend url: " + error);
+    }
+    if (r.kind != strategy::webhook) continue;
+    std::vector<std::string> tokens = r.previous_tokens;
+    if (!r.token.empty()) tokens.push_back(r.token);
+    for (const auto& t : tokens) {
+      auto [it, fresh] = owner_of_token.emplace(t, r.uri);
+      if (!fresh && it->second != r.uri)
+        errors.push_back("resources " + it->second + " and " + r.uri +
+                         " share a webhook token; each resource needs its own");
+    }
+  }
+  return errors;
+}
+
+}  // namespace tidings::sources::web

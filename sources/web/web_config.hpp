@@ -1,0 +1,55 @@
+#pragma once
+
+// Resources configured by URI whose changes arrive as webhooks, or, opted
+// into explicitly, by polling (the gateway guide's ResourceWatchConfig,
+// seeds/001): each maps one URI to a strategy and, optionally, a backend
+// read (an HTTP GET whose body is the resource's state).
+
+#include <chrono>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "sources/http/http_client.hpp"
+
+namespace tidings::sources::web {
+
+struct backend_config {
+  std::string url;  // http://host:port/path
+  http_headers headers;
+  std::vector<int> expected_status_codes = {200};  // others fail the read (404 may be listed: a delete as a change)
+  std::chrono::milliseconds timeout{10000};
+  std::size_t max_body_bytes = 4 * 1024 * 1024;
+};
+
+enum class strategy { webhook, poll };
+
+// The poll interval floor: a misconfigured watch cannot hammer a backend.
+inline constexpr std::chrono::milliseconds poll_floor{10000};
+
+struct web_resource_config {
+  std::string uri;
+  std::string name;
+  std::string description;
+  std::string mime_type;  // of the backend's body; "" = the response's Content-Type
+  std::optional<backend_config> backend;
+  strategy kind = strategy::webhook;
+  // webhook: the current token and those still accepted during a rotation.
+  // An empty token is replaced by a random UUIDv4 when the connector starts.
+  std::string token;
+  std::vector<std::string> previous_tokens;
+  // poll (needs a backend): raised to poll_floor when smaller.
+  std::chrono::milliseconds interval{60000};
+};
+
+struct web_config {
+  std::vector<web_resource_config> resources;
+  std::vector<std::string> allowed_origins;  // for POST /webhooks/...; no Origin header always passes
+};
+
+// The configuration's mistakes, each naming the resources involved: a token
+// shared by two resources (the gateway lets the later win silently; we
+// refuse), a duplicate URI, a poll without a backend, a bad backend URL.
+std::vector<std::string> check_web_config(const web_config& cfg);
+
+}  // namespace tidings::sources::web

@@ -1,0 +1,128 @@
+#include "sources/web/web_connector.hpp"
+
+#include <openssl/crypto.h>
+#include <openssl/rand.h>
+
+#include <array>
+
+#include "core/resource_routing.hpp"
+#include "logging/log.hpp"
+#include "sources/web/backend_read.hpp"
+#include "sources/web/poll_upstream.hpp"
+#include "sources/web/webhook_upstream.hpp"
+
+namespace tidings::sources::web {
+
+std::string token_hint(std::string_view token) { return std::string(token.substr(0, 4)) + "…"; }
+
+std::string random_uuid_v4() {
+  std::array<unsigned char, 16> b{};
+  if (RAND_bytes(b.data(), static_cast<int>(b.size())) != 1) throw std::runtime_error("no random bytes for a token");
+  b[6] = static_cast<unsigned char>((b[6] & 0x0f) | 0x40);
+  b[8] = static_cast<unsigned char>((b[8] & 0x3f) | 0x80);
+  static constexpr char hex[] = "0123456789abcdef";
+  std::string out;
+  for (std::size_t i = 0; i < b.size(); ++i) {
+    if (i == 4 || i == 6 || i == 8 || i == 10) out += '-';
+    out += hex[b[i] >> 4];
+    out += hex[b[i] & 0xf];
+  }
+  return out;
+}
+
+web_connector::web_connector(boost::asio::io_context& ioc, web_config cfg) : ioc_(ioc), cfg_(std::move(cfg)) {
+  for (auto& r : cfg_.resources) {
+    if (r.kind == strategy::poll && r.interval < poll_floor) {
+      logging::warn("source.poll_interval_raised", {{"uri", r.uri},
+                                                    {"configured_ms", static_cast<std::int64_t>(r.interval.count())},
+                                                    {"interval_ms", static_cast<std::int64_t>(poll_floor.count())}});
+      r.interval = poll_floor;
+    }
+    if (r.kind == strategy::webhook && r.token.empty()) {
+      r.token = random_uuid_v4();
+      // A scratch run's URL changes at every start; set a token for anything real.
+      logging::info("webhook.token_generated", {{"uri", r.uri}, {"url", "/webhooks/resource-updated/" + r.token}});
+    }
+  }
+}
+
+web_connector::~web_connector() { stop(); }
+
+void web_connector::start(std::function<void(std::string error)> done) { done({}); }
+
+std::vector<resource_info> web_connector::resources() const {
+  std::vector<resource_info> out;
+  for (const auto& r : cfg_.resources) {
+    resource_info info;
+    info.uri = r.uri;
+    info.name = r.name;
+    info.description = r.description;
+    info.example = core::description_example(r.description);
+    info.mime_type = r.mime_type;
+    info.server = name_;
+    info.subscribable = true;
+    out.push_back(std::move(info));
+  }
+  return out;
+}
+
+const web_resource_config* web_connector::find(std::string_view uri) const {
+  for (const auto& r : cfg_.resources)
+    if (r.uri == uri) return &r;
+  return nullptr;
+}
+
+std::unique_ptr<upstream> web_connector::open(const std::string& uri, std::string* error) {
+  const auto* r = find(uri);
+  if (!r) {
+    *error = uri + " is not a configured webhook or poll resource";
+    return nullptr;
+  }
+  if (r->kind == strategy::poll) return std::make_unique<poll_upstream>(ioc_, *r);
+  if (live_.contains(uri)) {
+    // One source per key: the registry never opens a second one.
+    *error = uri + " is already subscribed";
+    return nullptr;
+  }
+  auto up = std::make_unique<webhook_upstream>(ioc_, *r, [this, uri] { live_.erase(uri); });
+  live_[uri] = up.get();
+  return up;
+}
+
+void web_connector::read(const std::string& uri, std::function<void(read_outcome)> done) {
+  const auto* r = find(uri);
+  if (!r) return done(read_outcome::failed(uri + " is not a configured resource"));
+  if (!r->backend) return done(read_outcome::failed(uri + " has no backend to read; it only announces changes"));
+  read_backend(ioc_, *r, std::move(done));
+}
+
+void web_connector::stop() {
+  // Each live upstream's close() erases itself.
+  while (!live_.empty()) live_.begin()->second->close();
+}
+
+std::optional<std::string> web_connector::fire(std::string_view token) {
+  const web_resource_config* match = nullptr;
+  auto check = [&](const std::string& candidate, const web_resource_config& r) {
+    // Every candidate is compared, equal lengths with CRYPTO_memcmp, so the
+    // time taken does not tell how much of a token was right.
+    bool equal = candidate.size() == token.size() && !candidate.empty() &&
+                 CRYPTO_memcmp(candidate.data(), token.data(), token.size()) == 0;
+    if (equal) match = &r;
+  };
+  for (const auto& r : cfg_.resources) {
+    if (r.kind != strategy::webhook) continue;
+    check(r.token, r);
+    for (const auto& old : r.previous_tokens) check(old, r);
+  }
+  if (!match) {
+    logging::info("webhook.unknown_token", {{"token", token_hint(token)}});
+    return std::nullopt;
+  }
+  auto live = live_.find(match->uri);
+  logging::info("webhook.fired", {{"uri", match->uri}, {"subscribed", live != live_.end()}});
+  if (live != live_.end()) live->second->fire();
+  return match->uri;
+}
+
+}  // namespace tidings::sources::web
