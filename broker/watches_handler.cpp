@@ -80,7 +80,9 @@ std::optional<std::string> to_spec(const json& body, persistence::watch_spec& sp
   if (spec.id.name.empty()) return "\"name\" is required";
   if (spec.uri.empty()) return "\"uri\" is required";
   std::string error;
-  if (!core::parse_stream_uri(spec.uri, &error)) return "\"uri\": " + error;
+  // Upstream URIs are routed (and refused with the upstream's words) by the source registry.
+  bool upstream = !core::is_stream_uri(spec.uri) && core::has_uri_scheme(spec.uri);
+  if (!upstream && !core::parse_stream_uri(spec.uri, &error)) return "\"uri\": " + error;
   return std::nullopt;
 }
 

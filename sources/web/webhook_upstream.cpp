@@ -33,7 +33,8 @@ void webhook_upstream::subscribe(handlers h) {
 void webhook_upstream::fire() {
   if (closed_) return;
   if (!resource_.backend) {
-    fires_.push_back({{"seq", next_seq_++}, {"type", "CHANGED"}, {"uri", resource_.uri}, {"fired_ms", now_ms()}});
+    // key "": the whole resource changed (its default line is just CHANGED).
+    fires_.push_back({{"seq", next_seq_++}, {"type", "CHANGED"}, {"key", ""}, {"fired_ms", now_ms()}});
     if (fires_.size() > max_fires_kept) fires_.pop_front();
   }
   if (handlers_.updated) handlers_.updated();

@@ -1,0 +1,43 @@
+#pragma once
+
+// A resource backend for the webhook and poll tests: an HTTP server on
+// 127.0.0.1 (ephemeral port, its own thread) answering every GET with the
+// response the test set last, and counting the requests it served.
+
+#include <atomic>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
+
+namespace tidings::testing {
+
+class fake_backend {
+ public:
+  fake_backend();
+  ~fake_backend();
+  fake_backend(const fake_backend&) = delete;
+  fake_backend& operator=(const fake_backend&) = delete;
+
+  void set(int status, std::string body, std::string content_type = "application/json");
+  std::string url(const std::string& target = "/resource") const;
+  int requests() const { return requests_.load(); }
+
+ private:
+  void accept();
+  void serve(std::shared_ptr<boost::asio::ip::tcp::socket> socket);
+
+  boost::asio::io_context ioc_;
+  boost::asio::ip::tcp::acceptor acceptor_;
+  std::mutex mutex_;
+  int status_ = 200;
+  std::string body_ = "{}";
+  std::string content_type_ = "application/json";
+  std::atomic<int> requests_{0};
+  std::thread thread_;
+};
+
+}  // namespace tidings::testing
