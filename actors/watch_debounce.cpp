@@ -44,11 +44,19 @@ void finish_if_flushed(self_ptr self) {
   self->quit();
 }
 
+void save_position(self_ptr self);
+
 // Writes the latest position when nothing else will carry it.
 void maybe_save(self_ptr self) {
   auto& st = self->state;
   if (st.on_flushed || !st.latest || st.latest->cursor == st.saved) return;
   if (st.publishes_in_flight > 0 || st.save_in_flight || st.batcher.pending()) return;
+  save_position(self);
+}
+
+void save_position(self_ptr self) {
+  auto& st = self->state;
+  if (!st.latest || st.save_in_flight) return;
   persistence::write_set ws;
   ws.progress_puts.emplace_back(st.cfg.id, take_progress(st));
   st.save_in_flight = true;
@@ -126,7 +134,13 @@ void on_lines(self_ptr self, const watch_output_ptr& out) {
     // The last notice, with the position after the failure, then the end.
     st.fail = out->fail;
     auto lines = st.batcher.take_all();
-    if (!lines.empty()) publish(self, std::move(lines), true);
+    if (!lines.empty()) {
+      publish(self, std::move(lines), true);
+    } else {
+      // The filter dropped the failure's line: the position after it is
+      // stored anyway, or a restart would fail the watch on it again.
+      save_position(self);
+    }
     st.on_flushed = actor_task{};
     return finish_if_flushed(self);
   }

@@ -196,8 +196,13 @@ void process_source_event(watch_filter_state& st, const core::sse_frame& frame, 
   ev.fields = data.is_object() ? std::move(data) : json{{"value", std::move(data)}};
   ev.fields["type"] = type;
   ev.object_key = frame.path;
-  if (type == "ERROR" && ev.fields.value("source_failed", false))
-    out.fail = "its source failed: " + ev.fields.value("message", std::string());
+  auto failed = ev.fields.find("source_failed");
+  if (type == "ERROR" && failed != ev.fields.end() && failed->is_boolean() && failed->get<bool>()) {
+    auto message = ev.fields.find("message");
+    out.fail = "its source failed: " + (message != ev.fields.end() && message->is_string()
+                                            ? message->get<std::string>()
+                                            : std::string("no reason given"));
+  }
   filter_event(st, ev, frame.path, out.lines);
 }
 

@@ -43,6 +43,7 @@ struct start_job {
   bool prepared_received = false;  // the filter answered prepare
   bool continuing = false;         // replacing a watch of the same URI from its stored position
   std::string child_died;          // a child ended after the spec was being stored
+  bool resolving = false;          // waiting for the source registry's answer
   core::stream_uri target;         // the stream read: the URI's, or its source's
   std::string source_shape;        // set when the URI names an upstream source
   source_lease_ptr lease;          // held while the watch runs on that source
@@ -286,10 +287,13 @@ void resolve_source(self_ptr self, const job_ptr& job) {
   req->tenant = job->spec.id.tenant;
   req->uri = job->spec.uri;
   watch_manager_actor handle = self;
+  job->resolving = true;
   req->reply = [handle, self, job](source_subscribe_reply r) {
     auto shared = std::make_shared<source_subscribe_reply>(std::move(r));
     post(handle, [self, job, shared] {
       auto& st = self->state;
+      if (!job->resolving) return;  // timed out; the lease goes with `shared`
+      job->resolving = false;
       if (shared->error || st.shutting_down) {
         st.starting.erase(job->spec.id);
         auto error = shared->error ? *shared->error : error_of(watch_error_kind::unavailable, "the node is stopping");
@@ -309,6 +313,20 @@ void resolve_source(self_ptr self, const job_ptr& job) {
     });
   };
   self->send(st.cfg.sources, source_sub_atom::value, source_subscribe_request_ptr(std::move(req)));
+  // Every upstream call is bounded, but a lost answer must not hold the
+  // name (and the caller) forever either.
+  constexpr std::chrono::seconds deadline{90};
+  std::weak_ptr<start_job> weak = job;
+  self->delayed_send(self, deadline, task_atom::value, actor_task{[self, weak] {
+                       auto job = weak.lock();
+                       if (!job || !job->resolving) return;
+                       job->resolving = false;
+                       self->state.starting.erase(job->spec.id);
+                       reply(job, {error_of(watch_error_kind::unavailable,
+                                            "the upstream did not answer the subscription within 90 s"),
+                                   {},
+                                   false});
+                     }});
 }
 
 void spawn_pipeline(self_ptr self, const job_ptr& job) {

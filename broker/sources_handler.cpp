@@ -59,7 +59,7 @@ route_result api::read_resource(const http_request& req, responder respond) {
   boost::asio::post(loop.context(), [&loop, uri = *uri, respond = std::move(respond)] {
     loop.upstreams().ensure_started([&loop, uri, respond] {
       auto route = loop.upstreams().route(uri);
-      if (!route.upstream) return respond(error_response(404, route.error));
+      if (!route.upstream) return respond(error_response(route.transient ? 503 : 404, route.error));
       route.upstream->read(route.uri, [respond](sources::read_outcome r) {
         if (!r.result) return respond(error_response(502, r.error));
         // Parsed JSON, else the text as a JSON string (ADR 0005's read_resource).

@@ -4,6 +4,7 @@
 #include <cstdlib>
 
 #include "sources/file/file_connector.hpp"
+#include "sources/kube/kube_connector.hpp"
 #include "sources/mcp/mcp_connector.hpp"
 #include "sources/postgres/postgres_connector.hpp"
 #include "sources/web/web_connector.hpp"
@@ -100,6 +101,29 @@ bool parse_mcp(reader& r, const Node& section, upstreams_config* out) {
     }
     if (s["timeout_ms"] && !r.millis(s["timeout_ms"], path + ".timeout_ms", &c.request_timeout)) return false;
     out->mcp.push_back(std::move(c));
+  }
+  return true;
+}
+
+bool parse_kube(reader& r, const Node& section, upstreams_config* out) {
+  if (!section.IsMap()) return r.fail("kube", "must map context names to their API servers");
+  for (const auto& kv : section) {
+    auto name = kv.first.as<std::string>();
+    auto path = "kube." + name;
+    const auto& s = kv.second;
+    if (!r.known_keys(s, path, {"server", "token", "timeout_ms", "watch_idle_timeout_ms"})) return false;
+    if (name.empty() || name.find_first_of("/?#{}") != std::string::npos)
+      return r.fail(path, "a context name must not contain / ? # { }");
+    sources::kube::kube_config c;
+    c.context = name;
+    if (!s["server"]) return r.fail(path, "needs server (http://host:port of the API server)");
+    if (!r.string(s["server"], path + ".server", &c.server)) return false;
+    if (s["token"] && !r.string(s["token"], path + ".token", &c.token)) return false;
+    if (s["timeout_ms"] && !r.millis(s["timeout_ms"], path + ".timeout_ms", &c.request_timeout)) return false;
+    if (s["watch_idle_timeout_ms"] &&
+        !r.millis(s["watch_idle_timeout_ms"], path + ".watch_idle_timeout_ms", &c.watch_idle_timeout))
+      return false;
+    out->kube.push_back(std::move(c));
   }
   return true;
 }
@@ -215,13 +239,14 @@ std::optional<std::string> parse_upstreams(const YAML::Node& section, upstreams_
   reader r{"upstreams", std::nullopt};
   *out = upstreams_config();
   try {
-    if (!r.known_keys(section, "", {"mcp", "postgres", "files", "resources", "allowed_origins"})) {
+    if (!r.known_keys(section, "", {"mcp", "kube", "postgres", "files", "resources", "allowed_origins"})) {
       // known_keys names the path as "upstreams..key"; tidy it.
       auto e = *r.error;
       if (auto p = e.find(".."); p != std::string::npos) e.erase(p, 1);
       return e;
     }
     if (section["mcp"] && !parse_mcp(r, section["mcp"], out)) return r.error;
+    if (section["kube"] && !parse_kube(r, section["kube"], out)) return r.error;
     if (section["postgres"] && !parse_postgres(r, section["postgres"], out)) return r.error;
     if (section["files"] && !parse_files(r, section["files"], out)) return r.error;
     if (section["resources"]) {
@@ -249,6 +274,7 @@ std::vector<std::unique_ptr<sources::connector>> make_connectors(boost::asio::io
   std::vector<std::unique_ptr<sources::connector>> out;
   if (!cfg.web.resources.empty()) out.push_back(std::make_unique<sources::web::web_connector>(ioc, cfg.web));
   if (cfg.files) out.push_back(std::make_unique<sources::file::file_connector>(ioc, *cfg.files));
+  for (const auto& c : cfg.kube) out.push_back(std::make_unique<sources::kube::kube_connector>(ioc, c));
   for (const auto& c : cfg.postgres) out.push_back(std::make_unique<sources::postgres::postgres_connector>(ioc, c));
   // MCP servers last: one that advertises resources.subscribe takes any URI
   // nobody else lists, so the specific connectors must be asked first.

@@ -11,6 +11,8 @@
 //     mcp:
 //       memory: {command: [node, server.js], env: {K: V}, cwd: /x, timeout_ms: 30000}
 //       remote: {url: http://127.0.0.1:3001/mcp, headers: {Authorization: Bearer ...}}
+//     kube:
+//       prod: {server: http://127.0.0.1:6443, token: "${env.KUBE_TOKEN}", timeout_ms: 10000}
 //     postgres:
 //       app: {conninfo: "host=127.0.0.1 port=5432 dbname=app", path_field: id}
 //     files: {roots: [/srv/data]}
@@ -32,6 +34,7 @@
 #include <boost/asio/io_context.hpp>
 
 #include "sources/file/file_config.hpp"
+#include "sources/kube/kube_config.hpp"
 #include "sources/mcp/mcp_config.hpp"
 #include "sources/postgres/postgres_config.hpp"
 #include "sources/upstream.hpp"
@@ -45,11 +48,12 @@ namespace tidings::broker {
 
 struct upstreams_config {
   std::vector<sources::mcp::mcp_config> mcp;
+  std::vector<sources::kube::kube_config> kube;
   std::vector<sources::postgres::postgres_config> postgres;
   std::optional<sources::file::file_config> files;
   sources::web::web_config web;
 
-  bool empty() const { return mcp.empty() && postgres.empty() && !files && web.resources.empty(); }
+  bool empty() const { return mcp.empty() && kube.empty() && postgres.empty() && !files && web.resources.empty(); }
 };
 
 // Fills *out from the section; an error names the offending setting.

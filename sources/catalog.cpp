@@ -1,54 +1,92 @@
 #include "sources/catalog.hpp"
 
+#include <boost/asio/steady_timer.hpp>
+
 #include "core/resource_routing.hpp"
 #include "logging/log.hpp"
 
 namespace tidings::sources {
+namespace {
 
-catalog::catalog(std::vector<std::unique_ptr<connector>> connectors) {
+// A connector that has not answered its start by then is taken as failed,
+// so one hung upstream cannot hold up routing for the others.
+constexpr std::chrono::seconds start_deadline{20};
+// A connector whose start failed is tried again on use, but not more often.
+constexpr std::chrono::seconds retry_after{5};
+
+}  // namespace
+
+catalog::catalog(boost::asio::io_context& ioc, std::vector<std::unique_ptr<connector>> connectors) : ioc_(ioc) {
   for (auto& c : connectors) {
-    slot s;
-    s.conn = std::move(c);
+    auto s = std::make_unique<slot>();
+    s->conn = std::move(c);
     connectors_.push_back(std::move(s));
   }
 }
 
 catalog::~catalog() { stop(); }
 
+void catalog::release_waiting() {
+  if (starting_ > 0) return;
+  auto waiting = std::move(waiting_);
+  waiting_.clear();
+  for (auto& w : waiting) w();
+}
+
+void catalog::finish_start(slot& s, std::uint64_t attempt, std::string error) {
+  if (stopped_ || attempt != s.attempt || s.at != slot::phase::starting) return;
+  s.error = error;
+  s.at = error.empty() ? slot::phase::started : slot::phase::failed;
+  if (!error.empty()) {
+    s.failed_at = std::chrono::steady_clock::now();
+    logging::warn("source.upstream_unavailable", {{"upstream", s.conn->name()}, {"error", error}});
+  } else {
+    logging::info("source.upstream_started", {{"upstream", s.conn->name()}});
+  }
+  --starting_;
+  release_waiting();
+}
+
 void catalog::ensure_started(std::function<void()> done) {
   if (stopped_) return done();
   waiting_.push_back(std::move(done));
-  for (auto& s : connectors_) {
+  // Held while starting, so a connector answering at once cannot release
+  // the waiters before the others have begun.
+  ++starting_;
+  auto now = std::chrono::steady_clock::now();
+  for (auto& sp : connectors_) {
+    auto& s = *sp;
     if (s.at == slot::phase::started || s.at == slot::phase::starting) continue;
+    if (s.at == slot::phase::failed && now - s.failed_at < retry_after) continue;
     s.at = slot::phase::starting;
     ++starting_;
+    auto attempt = ++s.attempt;
     auto* target = &s;
-    s.conn->start([this, target](std::string error) {
-      if (stopped_) return;
-      target->error = error;
-      target->at = error.empty() ? slot::phase::started : slot::phase::failed;
-      if (!error.empty())
-        logging::warn("source.upstream_unavailable", {{"upstream", target->conn->name()}, {"error", error}});
-      else
-        logging::info("source.upstream_started", {{"upstream", target->conn->name()}});
-      if (--starting_ > 0) return;
-      auto waiting = std::move(waiting_);
-      waiting_.clear();
-      for (auto& w : waiting) w();
+    auto timer = std::make_shared<boost::asio::steady_timer>(ioc_, start_deadline);
+    timer->async_wait([this, target, attempt, timer](const boost::system::error_code& ec) {
+      if (ec) return;
+      finish_start(*target, attempt,
+                   "did not start within " + std::to_string(start_deadline.count()) + " s");
+    });
+    s.conn->start([this, target, attempt, timer](std::string error) {
+      timer->cancel();
+      finish_start(*target, attempt, std::move(error));
     });
   }
-  if (starting_ == 0) {
-    auto waiting = std::move(waiting_);
-    waiting_.clear();
-    for (auto& w : waiting) w();
-  }
+  --starting_;
+  release_waiting();
 }
 
 route_result catalog::route(std::string_view uri) const {
   std::vector<core::upstream_listing> listings;
   std::vector<const slot*> started;
-  for (const auto& s : connectors_) {
-    if (s.at != slot::phase::started) continue;
+  bool some_down = false;
+  for (const auto& sp : connectors_) {
+    const auto& s = *sp;
+    if (s.at != slot::phase::started) {
+      some_down = true;
+      continue;
+    }
     core::upstream_listing l;
     l.name = s.conn->name();
     for (const auto& r : s.conn->resources()) (r.template_ ? l.templates : l.exact_uris).push_back(r.uri);
@@ -60,9 +98,10 @@ route_result catalog::route(std::string_view uri) const {
   auto r = core::route_resource(uri, listings);
   if (!r) {
     out.error = "no upstream serves " + std::string(uri);
-    auto errors = start_errors();
-    for (const auto& e : errors) out.error += "; " + e;
+    for (const auto& e : start_errors()) out.error += "; " + e;
     if (connectors_.empty()) out.error += " (no upstreams are configured)";
+    // An upstream that is down might have served it: try again later.
+    out.transient = some_down;
     return out;
   }
   out.upstream = started[r->index]->conn.get();
@@ -73,9 +112,9 @@ route_result catalog::route(std::string_view uri) const {
 
 std::vector<resource_info> catalog::resources() const {
   std::vector<resource_info> out;
-  for (const auto& s : connectors_) {
-    if (s.at != slot::phase::started) continue;
-    auto list = s.conn->resources();
+  for (const auto& sp : connectors_) {
+    if (sp->at != slot::phase::started) continue;
+    auto list = sp->conn->resources();
     out.insert(out.end(), list.begin(), list.end());
   }
   return out;
@@ -83,22 +122,26 @@ std::vector<resource_info> catalog::resources() const {
 
 std::vector<std::string> catalog::start_errors() const {
   std::vector<std::string> out;
-  for (const auto& s : connectors_)
-    if (s.at == slot::phase::failed) out.push_back(s.conn->name() + " is unavailable: " + s.error);
+  for (const auto& sp : connectors_)
+    if (sp->at == slot::phase::failed) out.push_back(sp->conn->name() + " is unavailable: " + sp->error);
   return out;
 }
 
 connector* catalog::find(std::string_view name) const {
-  for (const auto& s : connectors_)
-    if (s.conn->name() == name) return s.conn.get();
+  for (const auto& sp : connectors_)
+    if (sp->conn->name() == name) return sp->conn.get();
   return nullptr;
 }
 
 void catalog::stop() {
   if (stopped_) return;
   stopped_ = true;
-  for (auto& s : connectors_) s.conn->stop();
+  for (auto& sp : connectors_) sp->conn->stop();
+  auto waiting = std::move(waiting_);
   waiting_.clear();
+  // Callers still waiting get an answer (route() then finds nothing started).
+  for (auto& s : connectors_) s->at = slot::phase::failed;
+  for (auto& w : waiting) w();
 }
 
 }  // namespace tidings::sources

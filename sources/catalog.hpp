@@ -7,11 +7,15 @@
 // node with an unreachable upstream still starts; one whose start failed
 // is tried again on the next use.
 
+#include <chrono>
+#include <cstdint>
 #include <functional>
 #include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
+
+#include <boost/asio/io_context.hpp>
 
 #include "sources/upstream.hpp"
 
@@ -22,11 +26,12 @@ struct route_result {
   std::string uri;                // canonical, as the connector spells it
   std::string key;                // "<connector>|<canonical uri>": one source per key
   std::string error;
+  bool transient = false;  // an upstream that might serve it is not running now
 };
 
 class catalog {
  public:
-  explicit catalog(std::vector<std::unique_ptr<connector>> connectors);
+  catalog(boost::asio::io_context& ioc, std::vector<std::unique_ptr<connector>> connectors);
   ~catalog();
   catalog(const catalog&) = delete;
   catalog& operator=(const catalog&) = delete;
@@ -55,8 +60,14 @@ class catalog {
     std::unique_ptr<connector> conn;
     enum class phase { idle, starting, started, failed } at = phase::idle;
     std::string error;
+    std::uint64_t attempt = 0;  // answers of older attempts are ignored
+    std::chrono::steady_clock::time_point failed_at;
   };
-  std::vector<slot> connectors_;
+  void finish_start(slot& s, std::uint64_t attempt, std::string error);
+  void release_waiting();
+
+  boost::asio::io_context& ioc_;
+  std::vector<std::unique_ptr<slot>> connectors_;
   std::vector<std::function<void()>> waiting_;
   std::size_t starting_ = 0;
   bool stopped_ = false;

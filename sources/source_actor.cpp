@@ -45,19 +45,28 @@ void set_phase(source_state& st, phase p, std::string error = {}) {
 
 // An event's path is the changed object's key; a key that is no valid path
 // (too long, control characters) falls back to the whole resource.
+// Upstream data: a field of the wrong type must not throw.
+std::string string_field(const json& fields, const char* name) {
+  auto it = fields.find(name);
+  return it != fields.end() && it->is_string() ? it->get<std::string>() : std::string();
+}
+
 std::string event_path(const json& fields) {
-  auto key = fields.value("key", std::string());
+  auto key = string_field(fields, "key");
   if (key.empty()) return std::string(core::default_event_path);
   auto path = key.front() == '/' ? key : "/" + key;
   return core::check_event_path(path) ? std::string(core::default_event_path) : path;
 }
 
 std::string event_type(const json& fields) {
-  auto type = fields.value("type", std::string());
+  auto type = string_field(fields, "type");
   return core::check_event_type(type) ? std::string(core::default_event_type) : type;
 }
 
-core::event make_event(const source_state& st, json fields) {
+core::event make_event(const source_state& st, json fields, bool source_failed = false) {
+  // Only the source itself may say it failed (that ends every watch on it).
+  fields.erase("source_failed");
+  if (source_failed) fields["source_failed"] = true;
   core::event ev;
   ev.path = event_path(fields);
   ev.type = event_type(fields);
@@ -87,11 +96,12 @@ void close_upstream(source_state& st) {
 
 // The first subscribe or read failed: every waiting subscriber gets the
 // upstream's own message, and nothing is left running.
-void fail_fast(self_ptr self, const std::string& reason) {
+void fail_fast(self_ptr self, const std::string& reason,
+               actors::watch_error_kind kind = actors::watch_error_kind::upstream) {
   auto& st = self->state;
   set_phase(st, phase::failed, reason);
   logging::info("source.start_failed", {{"uri", st.cfg.uri}, {"error", reason}});
-  for (auto& j : st.joiners) j->reply(actors::watch_error{actors::watch_error_kind::upstream, reason}, {});
+  for (auto& j : st.joiners) j->answer(actors::watch_error{kind, reason}, {});
   st.joiners.clear();
   close_upstream(st);
   self->quit(caf::make_error(caf::sec::runtime_error, reason));
@@ -99,6 +109,20 @@ void fail_fast(self_ptr self, const std::string& reason) {
 
 void subscribe_upstream(self_ptr self);
 void read_upstream(self_ptr self);
+
+// One read at a time, and none while the previous one's events are being
+// stored (it would diff against the state before them): an update meanwhile
+// becomes one more read after.
+void request_read(self_ptr self) {
+  auto& st = self->state;
+  if (st.at == phase::failed) return;
+  if (st.reading || st.committing) {
+    st.read_again = true;
+    return;
+  }
+  st.read_again = false;
+  read_upstream(self);
+}
 
 // Gave up: subscribers of the stream learn it from an ERROR event (watches
 // fail on it), then the source ends.
@@ -108,7 +132,7 @@ void fail(self_ptr self, const std::string& reason) {
   set_phase(st, phase::failed, message);
   logging::error("source.failed", {{"uri", st.cfg.uri}, {"error", message}});
   auto req = std::make_shared<actors::publish_request>();
-  req->events.push_back(make_event(st, {{"type", "ERROR"}, {"message", message}, {"source_failed", true}}));
+  req->events.push_back(make_event(st, {{"type", "ERROR"}, {"message", message}}, true));
   caf::actor_addr weak = self->address();
   req->reply = [weak, self, message](const actors::publish_result&) {
     post_back(weak, [self, message] {
@@ -143,6 +167,8 @@ void on_ended(self_ptr self, std::uint64_t generation, const std::string& reason
   // failed attempt after it is.
   if (st.at == phase::resubscribing) ++st.failures;
   ++st.generation;
+  // A read in flight is of the old generation and will be ignored; a commit
+  // in flight is not (it is durable either way) and still holds off reads.
   st.reading = false;
   st.read_again = false;
   retry_later(self, reason);
@@ -152,11 +178,7 @@ void on_subscribed(self_ptr self, std::uint64_t generation) {
   auto& st = self->state;
   if (generation != st.generation || st.at == phase::failed) return;
   logging::debug("source.subscribed", {{"uri", st.cfg.uri}, {"stream", st.cfg.stream}});
-  if (st.reading) {
-    st.read_again = true;
-    return;
-  }
-  read_upstream(self);
+  request_read(self);
 }
 
 void subscribe_upstream(self_ptr self) {
@@ -168,7 +190,12 @@ void subscribe_upstream(self_ptr self) {
       std::string error;
       slot->up = conn->open(uri, &error);
       if (!slot->up) {
-        post_back(weak, [self, generation, error] { on_ended(self, generation, error); });
+        post_back(weak, [self, generation, error] {
+          // The connector refused the URI itself: the caller's mistake.
+          if (self->state.at == phase::starting && generation == self->state.generation)
+            return fail_fast(self, error, actors::watch_error_kind::bad_request);
+          on_ended(self, generation, error);
+        });
         return;
       }
     }
@@ -177,12 +204,10 @@ void subscribe_upstream(self_ptr self) {
     h.updated = [self, weak, generation] {
       post_back(weak, [self, generation] {
         auto& st = self->state;
-        if (generation != st.generation || st.at != phase::running) return;
-        if (st.reading) {
-          st.read_again = true;
-          return;
-        }
-        read_upstream(self);
+        // Also while the first read after a (re)subscribe is in flight: it may
+        // have fetched the content from before this change.
+        if (generation != st.generation) return;
+        request_read(self);
       });
     };
     h.ended = [self, weak, generation](std::string reason) {
@@ -194,39 +219,45 @@ void subscribe_upstream(self_ptr self) {
 
 void read_done(self_ptr self) {
   auto& st = self->state;
-  st.reading = false;
-  if (st.read_again && st.at == phase::running) {
-    st.read_again = false;
-    read_upstream(self);
-  }
+  if (st.read_again) request_read(self);
 }
 
 // The read's events and the snapshot they leave commit in one batch; the
 // tracker moves on only once they did.
 void commit_read(self_ptr self, core::resource_tracker next, std::vector<core::extracted_event> events) {
   auto& st = self->state;
+  st.committing = true;
   caf::actor_addr weak = self->address();
   auto shared_next = std::make_shared<core::resource_tracker>(std::move(next));
   auto count = events.size();
-  auto done = [self, weak, shared_next, count](std::string error) {
-    post_back(weak, [self, shared_next, count, error] {
+  auto generation = st.generation;
+  auto done = [self, weak, shared_next, count, generation](std::string error) {
+    post_back(weak, [self, shared_next, count, generation, error] {
       auto& st = self->state;
+      st.committing = false;
+      if (st.at == phase::failed) return;
+      bool current = generation == st.generation;
       if (!error.empty()) {
         logging::error("source.commit_failed", {{"uri", st.cfg.uri}, {"error", error}});
-        if (st.at == phase::starting) return fail_fast(self, "storing the first read failed: " + error);
+        if (st.at == phase::starting)
+          return fail_fast(self, "storing the first read failed: " + error, actors::watch_error_kind::unavailable);
         st.cfg.status->update([&](actors::source_info& i) { i.error = "storing a read failed: " + error; });
         return read_done(self);
       }
+      // Durable, so the tracker moves on even when the subscription ended
+      // meanwhile; only a read of the current subscription makes it healthy.
       st.tracker = std::move(*shared_next);
-      st.failures = 0;
       st.cfg.status->update([&](actors::source_info& i) {
         i.shape = std::string(st.tracker.shape_name());
         i.events += count;
       });
-      if (st.at != phase::running) {
+      if (current && st.at != phase::running) {
+        st.failures = 0;
         set_phase(st, phase::running);
-        for (auto& j : st.joiners) j->reply(std::nullopt, std::string(st.tracker.shape_name()));
+        for (auto& j : st.joiners) j->answer(std::nullopt, std::string(st.tracker.shape_name()));
         st.joiners.clear();
+      } else if (current) {
+        st.failures = 0;
       }
       read_done(self);
     });
@@ -250,11 +281,11 @@ void commit_read(self_ptr self, core::resource_tracker next, std::vector<core::e
 void on_read(self_ptr self, std::uint64_t generation, const read_outcome& r) {
   auto& st = self->state;
   if (generation != st.generation || st.at == phase::failed) return;
+  st.reading = false;
   st.cfg.status->update([](actors::source_info& i) { ++i.reads; });
   if (!r.result) {
     if (st.at == phase::starting) return fail_fast(self, r.error);
     // A read that fails while subscribed is retried like a subscription.
-    st.reading = false;
     if (st.at == phase::resubscribing) ++st.failures;
     ++st.generation;
     close_upstream(st);
@@ -312,16 +343,25 @@ source_actor::behavior_type source(source_actor::stateful_pointer<source_state> 
         auto& st = self->state;
         if (st.at == phase::starting) return st.joiners.push_back(join);
         if (st.at == phase::failed)
-          return join->reply(actors::watch_error{actors::watch_error_kind::unavailable, "the source failed"}, {});
-        join->reply(std::nullopt, std::string(st.tracker.shape_name()));
+          return join->answer(actors::watch_error{actors::watch_error_kind::unavailable, "the source failed"}, {});
+        join->answer(std::nullopt, std::string(st.tracker.shape_name()));
       },
       [self](actors::task_atom, const actors::actor_task& task) {
-        if (task.run) task.run();
+        if (!task.run) return;
+        // Upstream data is parsed in these steps: whatever it throws ends
+        // this source visibly (ERROR event, upstream closed), not silently.
+        try {
+          task.run();
+        } catch (const std::exception& e) {
+          logging::error("source.bug", {{"uri", self->state.cfg.uri}, {"error", e.what()}});
+          if (self->state.at == phase::starting) return fail_fast(self, std::string("internal error: ") + e.what());
+          if (self->state.at != phase::failed) fail(self, std::string("internal error: ") + e.what());
+        }
       },
       [self](close_atom) {
         auto& st = self->state;
         for (auto& j : st.joiners)
-          j->reply(actors::watch_error{actors::watch_error_kind::unavailable, "the source was stopped"}, {});
+          j->answer(actors::watch_error{actors::watch_error_kind::unavailable, "the source was stopped"}, {});
         st.joiners.clear();
         close_upstream(st);
         logging::debug("source.stopped", {{"uri", st.cfg.uri}});

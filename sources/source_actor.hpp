@@ -65,8 +65,9 @@ struct source_state {
   std::vector<source_join_ptr> joiners;
   std::uint64_t generation = 0;  // of the current subscribe attempt
   std::size_t failures = 0;      // consecutive, since the last good read
-  bool reading = false;          // a read or its publish is in flight
-  bool read_again = false;       // an update came meanwhile
+  bool reading = false;          // a read is in flight (of this generation)
+  bool committing = false;       // a read's events and snapshot are being stored
+  bool read_again = false;       // an update came meanwhile: read once more after
 };
 
 source_actor::behavior_type source(source_actor::stateful_pointer<source_state> self, source_config cfg);

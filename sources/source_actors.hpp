@@ -22,9 +22,26 @@ using join_atom = caf::atom_constant<caf::atom("join")>;
 using close_atom = caf::atom_constant<caf::atom("close")>;
 
 // A subscriber waiting for the source's first read. The reply carries an
-// error, or nothing when the source is running.
+// error, or nothing when the source is running. A join that is never
+// answered (sent to a source that had just ended, so CAF dropped it) answers
+// `unavailable` when it is destroyed: no subscriber waits forever.
 struct source_join {
-  std::function<void(std::optional<actors::watch_error>, std::string shape)> reply;
+  using reply_fn = std::function<void(std::optional<actors::watch_error>, std::string shape)>;
+  explicit source_join(reply_fn fn) : reply_(std::move(fn)) {}
+  ~source_join() {
+    if (reply_) reply_(actors::watch_error{actors::watch_error_kind::unavailable, "the source ended; retry"}, {});
+  }
+  source_join(const source_join&) = delete;
+  source_join& operator=(const source_join&) = delete;
+
+  void answer(std::optional<actors::watch_error> error, std::string shape) {
+    auto fn = std::move(reply_);
+    reply_ = nullptr;
+    if (fn) fn(std::move(error), std::move(shape));
+  }
+
+ private:
+  reply_fn reply_;
 };
 using source_join_ptr = std::shared_ptr<source_join>;
 

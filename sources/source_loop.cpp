@@ -8,17 +8,21 @@
 namespace tidings::sources {
 
 source_loop::source_loop(const connector_factory& make)
-    : work_(boost::asio::make_work_guard(ioc_)), catalog_(make(ioc_)) {}
+    : work_(boost::asio::make_work_guard(ioc_)), catalog_(ioc_, make(ioc_)) {}
 
 source_loop::~source_loop() { stop(); }
 
 void source_loop::start() {
   thread_ = std::thread([this] {
-    try {
-      ioc_.run();
-    } catch (const std::exception& e) {
-      // A connector bug must not take the node down silently.
-      logging::error("source.loop_failed", {{"error", e.what()}});
+    // A connector bug that throws must neither end the thread (every later
+    // subscribe would wait forever) nor go unnoticed.
+    for (;;) {
+      try {
+        ioc_.run();
+        return;
+      } catch (const std::exception& e) {
+        logging::error("source.loop_exception", {{"error", e.what()}});
+      }
     }
   });
 }

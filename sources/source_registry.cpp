@@ -60,25 +60,29 @@ void close_entry(self_ptr self, const std::string& k) {
   auto& st = self->state;
   auto it = st.sources.find(k);
   if (it == st.sources.end()) return;
-  self->demonitor(it->second.actor.address());
   self->send(it->second.actor, close_atom::value);
+  st.closing[k] = it->second.actor.address();
   st.sources.erase(it);
 }
 
 void on_routed(self_ptr self, const actors::source_subscribe_request_ptr& req, const route_result& route) {
   auto& st = self->state;
   if (st.stopping) return fail(req, watch_error_kind::unavailable, "the node is stopping");
-  if (!route.upstream) return fail(req, watch_error_kind::bad_request, route.error);
+  if (!route.upstream)
+    return fail(req, route.transient ? watch_error_kind::unavailable : watch_error_kind::bad_request, route.error);
   auto k = table_key(req->tenant, route.key);
+  if (st.closing.contains(k)) {
+    st.after_close[k].push_back([self, req, route] { on_routed(self, req, route); });
+    return;
+  }
   auto it = st.sources.find(k);
   auto& e = it != st.sources.end() ? it->second : spawn_source(self, req->tenant, route);
   ++e.joining;
   auto actor = e.actor;
-  auto join = std::make_shared<source_join>();
   caf::actor_addr weak = self->address();
   auto stream = e.status->get().stream;
-  join->reply = [self, weak, req, k, actor, stream, key = route.key](std::optional<watch_error> error,
-                                                                    std::string shape) {
+  auto join = std::make_shared<source_join>([self, weak, req, k, actor, stream, key = route.key](
+                                                std::optional<watch_error> error, std::string shape) {
     post_back(weak, [self, req, k, actor, stream, key, error, shape] {
       auto& st = self->state;
       auto it = st.sources.find(k);
@@ -100,7 +104,7 @@ void on_routed(self_ptr self, const actors::source_subscribe_request_ptr& req, c
       r.lease = actors::make_source_lease(actors::source_registry_actor(self), id);
       req->reply(std::move(r));
     });
-  };
+  });
   self->send(actor, join_atom::value, source_join_ptr(std::move(join)));
 }
 
@@ -141,7 +145,19 @@ void on_down(self_ptr self, const caf::down_msg& msg) {
     st.sources.erase(it);
     break;
   }
-  if (st.stopping && st.sources.empty()) self->quit();
+  for (auto it = st.closing.begin(); it != st.closing.end(); ++it) {
+    if (it->second != msg.source) continue;
+    auto k = it->first;
+    st.closing.erase(it);
+    auto waiting = std::move(st.after_close[k]);
+    st.after_close.erase(k);
+    for (auto& w : waiting) w();
+    break;
+  }
+  // Stopping: done once every source has closed its upstream (each posts
+  // its close before it ends, so the sources thread runs them before it
+  // stops the connectors).
+  if (st.stopping && st.sources.empty() && st.closing.empty()) self->quit();
 }
 
 }  // namespace
@@ -168,8 +184,15 @@ actors::source_registry_actor::behavior_type source_registry(
         auto& st = self->state;
         st.stopping = true;
         // Each source closes its upstream (unsubscribing upstream-side) as it ends.
-        for (auto& [k, e] : st.sources) self->send(e.actor, close_atom::value);
-        if (st.sources.empty()) self->quit();
+        std::vector<std::string> keys;
+        for (auto& [k, e] : st.sources) keys.push_back(k);
+        for (auto& k : keys) close_entry(self, k);
+        // Subscribes waiting for a close are answered "the node is stopping".
+        auto waiting = std::move(st.after_close);
+        st.after_close.clear();
+        for (auto& [k, list] : waiting)
+          for (auto& w : list) w();
+        if (st.sources.empty() && st.closing.empty()) self->quit();
       },
   };
 }

@@ -46,6 +46,11 @@ struct source_registry_state {
   source_registry_config cfg;
   std::map<std::string, entry> sources;         // tenant '\0' key
   std::map<std::uint64_t, std::string> leases;  // lease -> tenant '\0' key
+  // Sources told to close and not down yet, by table key. A subscribe for
+  // one of these keys waits for the old source to end: two sources of one
+  // key would write one stream and one snapshot at once.
+  std::map<std::string, caf::actor_addr> closing;
+  std::map<std::string, std::vector<std::function<void()>>> after_close;
   std::uint64_t next_lease = 1;
   bool stopping = false;
 };

@@ -14,6 +14,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -77,7 +78,7 @@ std::shared_ptr<http_call> http_open_stream(boost::asio::io_context& ioc, http_r
 // "http://host:port/path?q" split; false (with *error) for anything else.
 struct http_url {
   std::string host;
-  std::string port;  // "80" when absent
+  std::string port;    // "80" when absent
   std::string target;  // "/path?q", "/" when absent
 };
 bool parse_http_url(std::string_view url, http_url* out, std::string* error);

@@ -5,6 +5,8 @@
 
 #include <array>
 
+#include <boost/asio/post.hpp>
+
 #include "core/resource_routing.hpp"
 #include "logging/log.hpp"
 #include "sources/web/backend_read.hpp"
@@ -48,7 +50,10 @@ web_connector::web_connector(boost::asio::io_context& ioc, web_config cfg) : ioc
 
 web_connector::~web_connector() { stop(); }
 
-void web_connector::start(std::function<void(std::string error)> done) { done({}); }
+void web_connector::start(std::function<void(std::string error)> done) {
+  // Nothing to connect to; answered later like every connector's start.
+  boost::asio::post(ioc_, [done = std::move(done)] { done({}); });
+}
 
 std::vector<resource_info> web_connector::resources() const {
   std::vector<resource_info> out;
@@ -79,10 +84,10 @@ std::unique_ptr<upstream> web_connector::open(const std::string& uri, std::strin
     return nullptr;
   }
   if (r->kind == strategy::poll) return std::make_unique<poll_upstream>(ioc_, *r);
-  if (live_.contains(uri)) {
-    // One source per key: the registry never opens a second one.
-    *error = uri + " is already subscribed";
-    return nullptr;
+  if (auto old = live_.find(uri); old != live_.end()) {
+    // The registry opens a key again only after the previous source ended;
+    // should a close still be on its way, the new upstream takes over.
+    old->second->close();
   }
   auto up = std::make_unique<webhook_upstream>(ioc_, *r, [this, uri] { live_.erase(uri); });
   live_[uri] = up.get();

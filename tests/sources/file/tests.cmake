@@ -1,0 +1,1 @@
+list(APPEND TIDINGS_SOURCE_TESTS file/file_source_test.cpp)

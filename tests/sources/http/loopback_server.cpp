@@ -1,0 +1,99 @@
+#include "tests/sources/http/loopback_server.hpp"
+
+#include <cctype>
+#include <cstdio>
+#include <memory>
+
+#include <boost/asio/read.hpp>
+#include <boost/asio/read_until.hpp>
+#include <boost/asio/write.hpp>
+
+namespace tidings::sources::testing {
+
+namespace net = boost::asio;
+using tcp = net::ip::tcp;
+
+loopback_server::loopback_server(script s)
+    : script_(std::move(s)), acceptor_(ioc_, tcp::endpoint(net::ip::make_address("127.0.0.1"), 0)) {
+  accept_thread_ = std::thread([this] { accept_loop(); });
+}
+
+loopback_server::~loopback_server() {
+  stopping_ = true;
+  // A blocking accept() is woken most portably by one last connection.
+  {
+    net::io_context ioc;
+    tcp::socket wake(ioc);
+    boost::system::error_code ignored;
+    wake.connect(acceptor_.local_endpoint(), ignored);
+  }
+  accept_thread_.join();
+  std::lock_guard lock(mutex_);
+  for (auto& t : connections_) t.join();
+}
+
+unsigned short loopback_server::port() const {
+  return acceptor_.local_endpoint().port();
+}
+
+std::string loopback_server::url(const std::string& target) const {
+  return "http://127.0.0.1:" + std::to_string(port()) + target;
+}
+
+void loopback_server::accept_loop() {
+  for (;;) {
+    auto socket = std::make_shared<tcp::socket>(ioc_);
+    boost::system::error_code ec;
+    acceptor_.accept(*socket, ec);
+    if (stopping_ || ec) return;
+    ++accepted_;
+    std::lock_guard lock(mutex_);
+    connections_.emplace_back([this, socket] {
+      try {
+        script_(*socket);
+      } catch (const std::exception& e) {
+        // The client side of the test reports the failure; this says why.
+        std::fprintf(stderr, "loopback_server script: %s\n", e.what());
+      }
+      boost::system::error_code ignored;
+      socket->shutdown(tcp::socket::shutdown_both, ignored);
+      socket->close(ignored);
+    });
+  }
+}
+
+std::string read_request(tcp_socket& s) {
+  std::string buf;
+  boost::system::error_code ec;
+  const auto head_len = net::read_until(s, net::dynamic_buffer(buf), "\r\n\r\n", ec);
+  if (ec) return {};
+  std::string lower = buf.substr(0, head_len);
+  for (auto& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  std::size_t length = 0;
+  if (const auto at = lower.find("\r\ncontent-length:"); at != std::string::npos) {
+    length = std::stoul(lower.substr(at + 17));
+  }
+  if (buf.size() < head_len + length) {
+    net::read(s, net::dynamic_buffer(buf), net::transfer_exactly(head_len + length - buf.size()), ec);
+  }
+  return buf;
+}
+
+void write_all(tcp_socket& s, const std::string& bytes) {
+  boost::system::error_code ignored;
+  net::write(s, net::buffer(bytes), ignored);
+}
+
+void wait_for_close(tcp_socket& s) {
+  char buf[1024];
+  boost::system::error_code ec;
+  while (!ec) s.read_some(net::buffer(buf), ec);
+}
+
+std::string chunk(const std::string& bytes) {
+  char head[32];
+  std::snprintf(head, sizeof head, "%zx\r\n", bytes.size());
+  return head + bytes + "\r\n";
+}
+
+}  // namespace tidings::sources::testing

@@ -1,0 +1,70 @@
+#pragma once
+
+// A tiny scripted HTTP peer for the sources/http client tests: listens on
+// 127.0.0.1 port 0 and runs `script` on its own thread for every accepted
+// connection with plain blocking asio, so each test says byte for byte what
+// the server does.
+
+#include <atomic>
+#include <chrono>
+#include <functional>
+#include <future>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
+
+namespace tidings::sources::testing {
+
+using tcp_socket = boost::asio::ip::tcp::socket;
+
+class loopback_server {
+ public:
+  using script = std::function<void(tcp_socket&)>;
+  explicit loopback_server(script s);
+  // Joins every connection thread: clients must be gone (or the scripts done) by then.
+  ~loopback_server();
+  loopback_server(const loopback_server&) = delete;
+  loopback_server& operator=(const loopback_server&) = delete;
+
+  unsigned short port() const;
+  std::string url(const std::string& target) const;
+  int accepted() const { return accepted_.load(); }
+
+ private:
+  void accept_loop();
+
+  script script_;
+  boost::asio::io_context ioc_;
+  boost::asio::ip::tcp::acceptor acceptor_;
+  std::atomic<bool> stopping_{false};
+  std::atomic<int> accepted_{0};
+  std::thread accept_thread_;
+  std::mutex mutex_;
+  std::vector<std::thread> connections_;
+};
+
+// Reads one request (head and Content-Length body); empty when the peer closed.
+std::string read_request(tcp_socket& s);
+void write_all(tcp_socket& s, const std::string& bytes);
+// Blocks until the peer closes its side (bounded by the socket's own errors).
+void wait_for_close(tcp_socket& s);
+// One chunk of the chunked transfer coding.
+std::string chunk(const std::string& bytes);
+
+// A one-shot signal between the test and a script; waiting is bounded so a
+// failed test cannot hang the run.
+class gate {
+ public:
+  void open() { promise_.set_value(); }
+  bool wait() { return future_.wait_for(std::chrono::seconds(10)) == std::future_status::ready; }
+
+ private:
+  std::promise<void> promise_;
+  std::shared_future<void> future_ = promise_.get_future().share();
+};
+
+}  // namespace tidings::sources::testing
