@@ -51,8 +51,10 @@ std::string string_field(const json& fields, const char* name) {
   return it != fields.end() && it->is_string() ? it->get<std::string>() : std::string();
 }
 
+// The event's own path (an event-log event's "path"), else its object key.
 std::string event_path(const json& fields) {
-  auto key = string_field(fields, "key");
+  auto key = string_field(fields, "path");
+  if (key.empty()) key = string_field(fields, "key");
   if (key.empty()) return std::string(core::default_event_path);
   auto path = key.front() == '/' ? key : "/" + key;
   return core::check_event_path(path) ? std::string(core::default_event_path) : path;
@@ -95,16 +97,18 @@ void close_upstream(source_state& st) {
 }
 
 // The first subscribe or read failed: every waiting subscriber gets the
-// upstream's own message, and nothing is left running.
+// upstream's own message, and nothing is left running upstream. The actor
+// stays (failed) until the registry closes it, so a join still on its way
+// gets the same answer rather than a dropped message.
 void fail_fast(self_ptr self, const std::string& reason,
                actors::watch_error_kind kind = actors::watch_error_kind::upstream) {
   auto& st = self->state;
   set_phase(st, phase::failed, reason);
+  st.start_error = actors::watch_error{kind, reason};
   logging::info("source.start_failed", {{"uri", st.cfg.uri}, {"error", reason}});
-  for (auto& j : st.joiners) j->answer(actors::watch_error{kind, reason}, {});
+  for (auto& j : st.joiners) j->answer(st.start_error, {});
   st.joiners.clear();
   close_upstream(st);
-  self->quit(caf::make_error(caf::sec::runtime_error, reason));
 }
 
 void subscribe_upstream(self_ptr self);
@@ -343,7 +347,10 @@ source_actor::behavior_type source(source_actor::stateful_pointer<source_state> 
         auto& st = self->state;
         if (st.at == phase::starting) return st.joiners.push_back(join);
         if (st.at == phase::failed)
-          return join->answer(actors::watch_error{actors::watch_error_kind::unavailable, "the source failed"}, {});
+          return join->answer(st.start_error ? *st.start_error
+                                             : actors::watch_error{actors::watch_error_kind::unavailable,
+                                                                   "the source failed; retry"},
+                              {});
         join->answer(std::nullopt, std::string(st.tracker.shape_name()));
       },
       [self](actors::task_atom, const actors::actor_task& task) {

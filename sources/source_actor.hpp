@@ -16,6 +16,7 @@
 
 #include <chrono>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -68,6 +69,7 @@ struct source_state {
   bool reading = false;          // a read is in flight (of this generation)
   bool committing = false;       // a read's events and snapshot are being stored
   bool read_again = false;       // an update came meanwhile: read once more after
+  std::optional<actors::watch_error> start_error;  // why the first subscribe or read failed
 };
 
 source_actor::behavior_type source(source_actor::stateful_pointer<source_state> self, source_config cfg);

@@ -94,6 +94,7 @@ void on_routed(self_ptr self, const actors::source_subscribe_request_ptr& req, c
       }
       if (!same) return fail(req, watch_error_kind::unavailable, "the source stopped while starting; retry");
       auto id = st.next_lease++;
+      logging::debug("source.subscribed", {{"key", key}, {"lease", id}});
       it->second.leases.insert(id);
       st.leases[id] = k;
       it->second.status->update([&](actors::source_info& i) { i.subscribers = it->second.leases.size(); });
@@ -123,6 +124,7 @@ void on_subscribe(self_ptr self, const actors::source_subscribe_request_ptr& req
 
 void on_unsubscribe(self_ptr self, std::uint64_t lease) {
   auto& st = self->state;
+  logging::debug("source.unsubscribed", {{"lease", lease}});
   auto l = st.leases.find(lease);
   if (l == st.leases.end()) return;  // its source already ended
   auto k = l->second;

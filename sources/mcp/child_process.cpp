@@ -87,6 +87,10 @@ std::string child_process::start(const child_options& opts, child_handlers h) {
   posix_spawn_file_actions_adddup2(&fa, in[0], 0);
   posix_spawn_file_actions_adddup2(&fa, out[1], 1);
   posix_spawn_file_actions_adddup2(&fa, err[1], 2);
+  // Nothing else of the node's: Asio opens sockets without CLOEXEC, and a
+  // server holding the node's listening socket or a client's connection
+  // would keep them open past their end (even past the node's).
+  posix_spawn_file_actions_addclosefrom_np(&fa, 3);
   if (!opts.cwd.empty()) posix_spawn_file_actions_addchdir_np(&fa, opts.cwd.c_str());
   posix_spawnattr_t attr;
   posix_spawnattr_init(&attr);

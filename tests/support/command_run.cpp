@@ -115,6 +115,8 @@ child_process::child_process(std::vector<std::string> argv, std::optional<std::s
     }
     move_fd(out[1], 1);
     move_fd(err[1], 2);
+    // The test's own sockets stay the test's (Asio opens them without CLOEXEC).
+    ::syscall(SYS_close_range, 3U, ~0U, 0U);
     ::execv(raw[0], raw.data());
     static const char msg[] = "child_process: exec failed\n";
     [[maybe_unused]] auto n = ::write(2, msg, sizeof msg - 1);

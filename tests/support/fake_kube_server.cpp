@@ -215,7 +215,10 @@ class fake_kube_server::session : public std::enable_shared_from_this<session> {
   void note_watch_ended(bool by_client) {
     std::lock_guard lock(server_.mutex_);
     --server_.watches_open_;
-    if (by_client) ++server_.watches_closed_by_client_;
+    if (by_client) {
+      ++server_.watches_closed_by_client_;
+      server_.changed_.notify_all();
+    }
   }
 
   void queue(std::string bytes, std::size_t body_bytes) {
@@ -360,6 +363,11 @@ int fake_kube_server::watches_opened() const {
 int fake_kube_server::watches_open() const {
   std::lock_guard lock(mutex_);
   return watches_open_;
+}
+
+bool fake_kube_server::await_watches_closed_by_client(int n, std::chrono::milliseconds timeout) const {
+  std::unique_lock lock(mutex_);
+  return changed_.wait_for(lock, timeout, [&] { return watches_closed_by_client_ >= n; });
 }
 
 int fake_kube_server::watches_closed_by_client() const {

@@ -15,6 +15,8 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <chrono>
+#include <condition_variable>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -83,6 +85,8 @@ class fake_kube_server {
   int watches_opened() const;                 // 200 watch heads sent
   int watches_open() const;                   // opened and not yet ended by either side
   int watches_closed_by_client() const;       // the client closed an open watch
+  // Waits (bounded) until the client has closed at least `n` watches.
+  bool await_watches_closed_by_client(int n, std::chrono::milliseconds timeout) const;
   std::uint64_t watch_bytes_written() const;  // watch body bytes fully written
 
  private:
@@ -109,6 +113,7 @@ class fake_kube_server {
 
   // Shared with the test thread.
   mutable std::mutex mutex_;
+  mutable std::condition_variable changed_;
   std::string token_;
   std::map<std::string, collection> collections_;
   std::size_t page_size_ = 0;

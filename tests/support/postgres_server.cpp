@@ -182,6 +182,9 @@ pid_t postgres_server::launch(const std::vector<std::string>& argv) const {
     if (null_fd >= 0) ::dup2(null_fd, 0);
     ::dup2(log_fd, 1);
     ::dup2(log_fd, 2);
+    // Nothing else of the test's: an inherited client socket would keep a
+    // connection open after the test closed it (seen with SSE sessions).
+    ::syscall(SYS_close_range, 3U, ~0U, 0U);
     // Its own process group: a Ctrl-C on the test run must not reach it first.
     ::setpgid(0, 0);
     if (as_other_user_) {

@@ -89,6 +89,8 @@ tidingsd_process::tidingsd_process(const std::filesystem::path& data_dir, std::v
     if (devnull >= 0) ::dup2(devnull, 0);
     ::dup2(fds[1], 1);
     ::dup2(fds[1], 2);
+    // The test's own sockets stay the test's (Asio opens them without CLOEXEC).
+    ::syscall(SYS_close_range, 3U, ~0U, 0U);
     ::execv(argv[0], argv.data());
     static const char msg[] = "{\"event\":\"harness.exec_failed\"}\n";
     [[maybe_unused]] auto n = ::write(2, msg, sizeof msg - 1);
