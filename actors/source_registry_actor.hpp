@@ -48,7 +48,8 @@ struct source_subscribe_request;
 class source_lease {
  public:
   using unsubscribe_fn = std::function<void(std::uint64_t)>;
-  source_lease(std::uint64_t id, unsubscribe_fn unsubscribe) : id_(id), unsubscribe_(std::move(unsubscribe)) {}
+  source_lease(std::uint64_t id, unsubscribe_fn unsubscribe)
+      : id_(id), unsubscribe_(std::move(unsubscribe)) {}
   ~source_lease() {
     if (unsubscribe_) unsubscribe_(id_);
   }

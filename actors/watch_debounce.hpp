@@ -49,7 +49,7 @@ struct watch_debounce_state {
   std::size_t publishes_in_flight = 0;
   bool save_in_flight = false;
   std::optional<actor_task> on_flushed;  // set once a flush (stop) was asked for
-  std::string fail;  // the watch ends with this error once its last notice is out
+  std::string fail;                      // the watch ends with this error once its last notice is out
 };
 
 watch_debounce_actor::behavior_type watch_debounce(

@@ -202,7 +202,8 @@ void continue_from_stored(self_ptr self, const job_ptr& job) {
   auto& st = self->state;
   std::optional<persistence::watch_progress> progress;
   if (auto s = st.cfg.store->get_watch_progress(job->spec.id, job->target.stream, &progress); !s.ok())
-    return abort_start(self, job, error_of(watch_error_kind::unavailable, "reading the position: " + s.message()));
+    return abort_start(self, job,
+                       error_of(watch_error_kind::unavailable, "reading the position: " + s.message()));
   if (!progress) return persist_start(self, job);  // nothing stored: the fresh baseline stands
   job->continuing = true;
   job->progress = progress;
@@ -281,8 +282,9 @@ void resolve_source(self_ptr self, const job_ptr& job) {
     reply(job, {error_of(kind, std::move(message)), {}, false});
   };
   if (!st.cfg.sources)
-    return unavailable(watch_error_kind::bad_request, "no upstream serves " + job->spec.uri +
-                                                          " (this node has no upstreams; it watches stream:// URIs)");
+    return unavailable(
+        watch_error_kind::bad_request,
+        "no upstream serves " + job->spec.uri + " (this node has no upstreams; it watches stream:// URIs)");
   auto req = std::make_shared<source_subscribe_request>();
   req->tenant = job->spec.id.tenant;
   req->uri = job->spec.uri;
@@ -296,7 +298,8 @@ void resolve_source(self_ptr self, const job_ptr& job) {
       job->resolving = false;
       if (shared->error || st.shutting_down) {
         st.starting.erase(job->spec.id);
-        auto error = shared->error ? *shared->error : error_of(watch_error_kind::unavailable, "the node is stopping");
+        auto error =
+            shared->error ? *shared->error : error_of(watch_error_kind::unavailable, "the node is stopping");
         return reply(job, {std::move(error), {}, false});
       }
       job->target = core::stream_uri{shared->stream, ""};
@@ -538,8 +541,8 @@ void keep_restore_failed(self_ptr self, const persistence::watch_spec& spec, con
         job->done = [self, spec, backoff](const watch_start_reply& r) {
           if (!r.error) {
             logging::debug("watch.restored", {{"watch", spec.id.name}, {"ok", true}});
-          } else if (r.error->kind == watch_error_kind::unavailable || r.error->kind == watch_error_kind::busy ||
-                     r.error->kind == watch_error_kind::upstream) {
+          } else if (r.error->kind == watch_error_kind::unavailable ||
+                     r.error->kind == watch_error_kind::busy || r.error->kind == watch_error_kind::upstream) {
             keep_restore_failed(self, spec, r.error->message, std::min(backoff * 2, max_restore_backoff));
           } else {
             logging::warn("watch.dropped", {{"watch", spec.id.name}, {"error", r.error->message}});
@@ -568,7 +571,8 @@ void on_restore(self_ptr self) {
       const auto& id = spec.id;
       if (!r.error) {
         summary->restored[id.tenant].push_back(id.name);
-      } else if (r.error->kind == watch_error_kind::unavailable || r.error->kind == watch_error_kind::upstream) {
+      } else if (r.error->kind == watch_error_kind::unavailable ||
+                 r.error->kind == watch_error_kind::upstream) {
         summary->failed[id.tenant].emplace_back(id.name, r.error->message);
         keep_restore_failed(self, spec, r.error->message, std::chrono::seconds(1));
       } else {

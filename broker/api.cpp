@@ -23,7 +23,12 @@ http_response method_not_allowed(std::string_view allow) {
 
 api::api(actors::hub_registry& hubs, actors::watch_manager_actor watches, persistence::store& store,
          const config& cfg, sources::source_loop& loop, actors::source_registry_actor sources)
-    : hubs_(hubs), watches_(std::move(watches)), store_(store), cfg_(cfg), loop_(loop), sources_(std::move(sources)) {}
+    : hubs_(hubs),
+      watches_(std::move(watches)),
+      store_(store),
+      cfg_(cfg),
+      loop_(loop),
+      sources_(std::move(sources)) {}
 
 route_result api::handle(const http_request& req, responder respond) {
   std::string_view path = req.path;

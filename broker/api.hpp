@@ -44,7 +44,8 @@ class api {
   http_response get_stream(const std::string& stream);
   route_result open_sse(const http_request& req, responder respond);
   // Subscribes the session's uri= sources, then answers with the session.
-  route_result open_sse_with_sources(relay::sse_request out, std::vector<std::string> uris, responder respond);
+  route_result open_sse_with_sources(relay::sse_request out, std::vector<std::string> uris,
+                                     responder respond);
   // GET /v1/resources, /v1/resources/read, /v1/sources; POST /webhooks/...
   route_result list_resources(responder respond);
   route_result read_resource(const http_request& req, responder respond);

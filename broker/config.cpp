@@ -105,10 +105,9 @@ const std::map<std::string, setter>& setters() {
       {"filter-memory-mb",
        number<std::size_t>(1, 4096,
                            [](config& c, std::size_t v) { c.watches.filter.max_memory_bytes = v << 20; })},
-      {"source-backoff-ms", number<std::int64_t>(1, 60'000,
-                                                 [](config& c, std::int64_t v) {
-                                                   c.source_backoff = std::chrono::milliseconds(v);
-                                                 })},
+      {"source-backoff-ms",
+       number<std::int64_t>(
+           1, 60'000, [](config& c, std::int64_t v) { c.source_backoff = std::chrono::milliseconds(v); })},
       {"watch-queue-frames",
        number<std::size_t>(1, 1'000'000, [](config& c, std::size_t v) { c.watches.max_queued_frames = v; })},
       {"verbose",

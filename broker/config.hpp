@@ -10,9 +10,9 @@
 #include <vector>
 
 #include "actors/watch_types.hpp"
+#include "broker/upstream_config.hpp"
 #include "core/retention.hpp"
 #include "persistence/store.hpp"
-#include "broker/upstream_config.hpp"
 #include "relay/sse_options.hpp"
 
 namespace tidings::broker {

@@ -97,7 +97,8 @@ class http_connection : public std::enable_shared_from_this<http_connection> {
   void upgrade(relay::sse_request request) {
     // The connection now belongs to the SSE session for good.
     stream_.expires_never();
-    auto session = std::make_shared<relay::sse_session>(shard_, stream_.release_socket(), std::move(request), sse_);
+    auto session =
+        std::make_shared<relay::sse_session>(shard_, stream_.release_socket(), std::move(request), sse_);
     session->start();
   }
 

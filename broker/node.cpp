@@ -112,7 +112,8 @@ int run_node(const config& cfg) {
     source_cfg.store = store.get();
     source_cfg.committer = &committer;
     source_cfg.hubs = &hubs;
-    for (auto wait = cfg.source_backoff; source_cfg.backoff.size() < 5; wait *= 2) source_cfg.backoff.push_back(wait);
+    for (auto wait = cfg.source_backoff; source_cfg.backoff.size() < 5; wait *= 2)
+      source_cfg.backoff.push_back(wait);
     actors::source_registry_actor source_registry = system.spawn(sources::source_registry, source_cfg);
     // Sources end after the watches and sessions that hold them, and before
     // the committer: a source's last read may still be committing.

@@ -16,21 +16,16 @@ namespace {
 using nlohmann::json;
 
 json resource_json(const sources::resource_info& r) {
-  return {{"uri", r.uri},
-          {"template", r.template_},
-          {"name", r.name},
-          {"description", r.description},
-          {"example", r.example},
-          {"mime_type", r.mime_type},
-          {"server", r.server},
-          {"subscribable", r.subscribable}};
+  return {{"uri", r.uri},         {"template", r.template_},
+          {"name", r.name},       {"description", r.description},
+          {"example", r.example}, {"mime_type", r.mime_type},
+          {"server", r.server},   {"subscribable", r.subscribable}};
 }
 
 json source_json(const actors::source_info& s) {
-  json j = {{"uri", s.uri},         {"key", s.key},         {"stream", s.stream},
-            {"server", s.server},   {"shape", s.shape},     {"state", s.state},
-            {"subscribers", s.subscribers}, {"failures", s.failures}, {"reads", s.reads},
-            {"events", s.events}};
+  json j = {{"uri", s.uri},     {"key", s.key},      {"stream", s.stream},           {"server", s.server},
+            {"shape", s.shape}, {"state", s.state},  {"subscribers", s.subscribers}, {"failures", s.failures},
+            {"reads", s.reads}, {"events", s.events}};
   if (!s.error.empty()) j["error"] = s.error;
   return j;
 }

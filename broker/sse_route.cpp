@@ -20,14 +20,16 @@ route_result api::open_sse(const http_request& req, responder respond) {
   auto specs = req.query_all("stream");
   auto uris = req.query_all("uri");
   if (specs.empty() && uris.empty())
-    return {error_response(400, "name at least one stream or upstream resource: /v1/sse?stream=NAME[:PREFIX] or "
-                                "/v1/sse?uri=URI"),
+    return {error_response(400,
+                           "name at least one stream or upstream resource: /v1/sse?stream=NAME[:PREFIX] or "
+                           "/v1/sse?uri=URI"),
             {}};
   if (specs.size() + uris.size() > max_streams_per_connection)
     return {error_response(400, "at most 16 streams per connection"), {}};
   for (const auto& uri : uris)
     if (!core::has_uri_scheme(uri) || uri.size() > 2048)
-      return {error_response(400, "bad uri '" + uri + "': expected an upstream resource URI such as scheme://..."),
+      return {error_response(400,
+                             "bad uri '" + uri + "': expected an upstream resource URI such as scheme://..."),
               {}};
   std::set<std::string> seen;
   for (auto& spec : specs) {
@@ -75,7 +77,8 @@ route_result api::open_sse(const http_request& req, responder respond) {
 // Each uri= is subscribed like a watch's (the source's first read happens
 // now, and its error is the answer); the session then reads the sources'
 // streams after the stream= ones, in the order named, holding their leases.
-route_result api::open_sse_with_sources(relay::sse_request out, std::vector<std::string> uris, responder respond) {
+route_result api::open_sse_with_sources(relay::sse_request out, std::vector<std::string> uris,
+                                        responder respond) {
   struct gathering {
     relay::sse_request request;
     std::vector<actors::source_subscribe_reply> replies;
@@ -115,7 +118,8 @@ route_result api::open_sse_with_sources(relay::sse_request out, std::vector<std:
       upgrade.sse = std::move(g->request);
       g->respond(std::move(upgrade));
     };
-    caf::anon_send(sources_, actors::source_sub_atom::value, actors::source_subscribe_request_ptr(std::move(req)));
+    caf::anon_send(sources_, actors::source_sub_atom::value,
+                   actors::source_subscribe_request_ptr(std::move(req)));
   }
   return {};
 }

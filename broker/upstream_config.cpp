@@ -60,7 +60,8 @@ struct reader {
     if (!string(n, path, &text)) return false;
     char* end = nullptr;
     auto v = std::strtoll(text.c_str(), &end, 10);
-    if (text.empty() || *end != '\0' || v < 1 || v > 86'400'000) return fail(path, "must be milliseconds from 1 to 86400000");
+    if (text.empty() || *end != '\0' || v < 1 || v > 86'400'000)
+      return fail(path, "must be milliseconds from 1 to 86400000");
     *out = std::chrono::milliseconds(v);
     return true;
   }
@@ -70,7 +71,8 @@ struct reader {
     if (!n.IsMap()) return fail(path, "must be a mapping");
     for (const auto& kv : n) {
       auto key = kv.first.as<std::string>();
-      if (std::find(keys.begin(), keys.end(), key) == keys.end()) return fail(path + "." + key, "unknown setting");
+      if (std::find(keys.begin(), keys.end(), key) == keys.end())
+        return fail(path + "." + key, "unknown setting");
     }
     return true;
   }
@@ -135,13 +137,15 @@ bool parse_postgres(reader& r, const Node& section, upstreams_config* out) {
     auto path = "postgres." + name;
     const auto& s = kv.second;
     if (!r.known_keys(s, path, {"conninfo", "path_field", "connect_timeout_ms"})) return false;
-    if (name.empty() || name.find('/') != std::string::npos) return r.fail(path, "a name must not contain '/'");
+    if (name.empty() || name.find('/') != std::string::npos)
+      return r.fail(path, "a name must not contain '/'");
     sources::postgres::postgres_config c;
     c.name = name;
     if (!s["conninfo"]) return r.fail(path, "needs conninfo (a libpq connection string)");
     if (!r.string(s["conninfo"], path + ".conninfo", &c.conninfo)) return false;
     if (s["path_field"] && !r.string(s["path_field"], path + ".path_field", &c.path_field)) return false;
-    if (s["connect_timeout_ms"] && !r.millis(s["connect_timeout_ms"], path + ".connect_timeout_ms", &c.connect_timeout))
+    if (s["connect_timeout_ms"] &&
+        !r.millis(s["connect_timeout_ms"], path + ".connect_timeout_ms", &c.connect_timeout))
       return false;
     out->postgres.push_back(std::move(c));
   }
@@ -154,7 +158,8 @@ bool parse_files(reader& r, const Node& section, upstreams_config* out) {
   if (!section["roots"]) return r.fail("files", "needs roots (the directories that may be watched)");
   if (!r.strings(section["roots"], "files.roots", &c.roots)) return false;
   for (const auto& root : c.roots)
-    if (root.empty() || root.front() != '/') return r.fail("files.roots", "'" + root + "' is not an absolute path");
+    if (root.empty() || root.front() != '/')
+      return r.fail("files.roots", "'" + root + "' is not an absolute path");
   out->files = std::move(c);
   return true;
 }
@@ -180,7 +185,8 @@ bool parse_backend(reader& r, const Node& n, const std::string& path, sources::w
   return true;
 }
 
-bool parse_resource(reader& r, const Node& n, const std::string& path, sources::web::web_resource_config* out) {
+bool parse_resource(reader& r, const Node& n, const std::string& path,
+                    sources::web::web_resource_config* out) {
   if (!r.known_keys(n, path, {"uri", "name", "description", "mime_type", "backend", "watch"})) return false;
   if (!n["uri"]) return r.fail(path, "needs uri");
   if (!r.string(n["uri"], path + ".uri", &out->uri)) return false;
@@ -202,7 +208,8 @@ bool parse_resource(reader& r, const Node& n, const std::string& path, sources::
   if (type == "webhook") {
     out->kind = sources::web::strategy::webhook;
     if (s["token"] && !r.string(s["token"], spath + ".token", &out->token)) return false;
-    if (s["previous_tokens"] && !r.strings(s["previous_tokens"], spath + ".previous_tokens", &out->previous_tokens))
+    if (s["previous_tokens"] &&
+        !r.strings(s["previous_tokens"], spath + ".previous_tokens", &out->previous_tokens))
       return false;
     std::erase(out->previous_tokens, std::string());
   } else if (type == "poll") {
@@ -275,7 +282,8 @@ std::vector<std::unique_ptr<sources::connector>> make_connectors(boost::asio::io
   if (!cfg.web.resources.empty()) out.push_back(std::make_unique<sources::web::web_connector>(ioc, cfg.web));
   if (cfg.files) out.push_back(std::make_unique<sources::file::file_connector>(ioc, *cfg.files));
   for (const auto& c : cfg.kube) out.push_back(std::make_unique<sources::kube::kube_connector>(ioc, c));
-  for (const auto& c : cfg.postgres) out.push_back(std::make_unique<sources::postgres::postgres_connector>(ioc, c));
+  for (const auto& c : cfg.postgres)
+    out.push_back(std::make_unique<sources::postgres::postgres_connector>(ioc, c));
   // MCP servers last: one that advertises resources.subscribe takes any URI
   // nobody else lists, so the specific connectors must be asked first.
   for (const auto& c : cfg.mcp) out.push_back(std::make_unique<sources::mcp::mcp_connector>(ioc, c));

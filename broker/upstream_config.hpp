@@ -53,7 +53,9 @@ struct upstreams_config {
   std::optional<sources::file::file_config> files;
   sources::web::web_config web;
 
-  bool empty() const { return mcp.empty() && kube.empty() && postgres.empty() && !files && web.resources.empty(); }
+  bool empty() const {
+    return mcp.empty() && kube.empty() && postgres.empty() && !files && web.resources.empty();
+  }
 };
 
 // Fills *out from the section; an error names the offending setting.

@@ -39,7 +39,6 @@ json info_json(const actors::watch_info& w) {
   return j;
 }
 
-
 std::optional<std::string> millis_field(const json& value, const char* name, std::int64_t& out) {
   if (!value.is_number_integer() || value.get<std::int64_t>() < 0 ||
       value.get<std::int64_t>() > max_debounce_ms)

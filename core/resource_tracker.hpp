@@ -34,7 +34,8 @@ class resource_tracker {
   // What a snapshot stored (shape "state" with its JSON, or "event-log"
   // with the last seq). An unknown shape or unparsable JSON restores
   // nothing: the next read is a baseline.
-  void restore(std::string_view shape_name, const std::string& state_json, std::optional<std::uint64_t> last_seq);
+  void restore(std::string_view shape_name, const std::string& state_json,
+               std::optional<std::uint64_t> last_seq);
 
   // One read: its text, and whether its mime type was the event-log one.
   outcome apply(bool event_log, std::string_view text);

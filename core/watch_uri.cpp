@@ -13,7 +13,9 @@ std::string watch_notice_stream(std::string_view watch_name) {
   return "watch:" + std::string(watch_name);
 }
 
-bool is_stream_uri(std::string_view uri) { return uri.starts_with(stream_uri_scheme); }
+bool is_stream_uri(std::string_view uri) {
+  return uri.starts_with(stream_uri_scheme);
+}
 
 bool has_uri_scheme(std::string_view uri) {
   auto colon = uri.find(':');

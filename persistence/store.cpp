@@ -428,8 +428,8 @@ status store::get_source_snapshot(const std::string& tenant, const std::string& 
                                   std::optional<path_state>* out) {
   out->reset();
   std::string value;
-  auto got = db_->Get(rocksdb::ReadOptions(), families_[snapshots_cf], source_snapshot_key(tenant, source_key),
-                      &value);
+  auto got = db_->Get(rocksdb::ReadOptions(), families_[snapshots_cf],
+                      source_snapshot_key(tenant, source_key), &value);
   if (got.IsNotFound()) return {};
   if (!got.ok()) return from(got, "read the snapshot of source " + source_key);
   path_state state;
@@ -475,7 +475,8 @@ void store::add_to_batch(const write_set& ws, rocksdb::WriteBatch& batch) const 
                      serialize(state)));
   }
   for (const auto& snap : ws.snapshot_puts)
-    must(batch.Put(families_[snapshots_cf], source_snapshot_key(snap.tenant, snap.key), serialize(snap.state)));
+    must(batch.Put(families_[snapshots_cf], source_snapshot_key(snap.tenant, snap.key),
+                   serialize(snap.state)));
   if (ws.meta)
     must(batch.Put(families_[streams_cf], stream_key(ws.meta->tenant, ws.meta->name), serialize(*ws.meta)));
   for (const auto& ev : ws.events)

@@ -52,8 +52,8 @@ struct watch_progress {
 // Written in the same batch as the events that read produced.
 struct source_snapshot {
   std::string tenant;
-  std::string key;    // the canonical source key
-  path_state state;   // path: unused; shape "state" or "event-log"
+  std::string key;   // the canonical source key
+  path_state state;  // path: unused; shape "state" or "event-log"
 };
 
 }  // namespace tidings::persistence

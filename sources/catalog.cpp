@@ -16,7 +16,8 @@ constexpr std::chrono::seconds retry_after{5};
 
 }  // namespace
 
-catalog::catalog(boost::asio::io_context& ioc, std::vector<std::unique_ptr<connector>> connectors) : ioc_(ioc) {
+catalog::catalog(boost::asio::io_context& ioc, std::vector<std::unique_ptr<connector>> connectors)
+    : ioc_(ioc) {
   for (auto& c : connectors) {
     auto s = std::make_unique<slot>();
     s->conn = std::move(c);
@@ -24,7 +25,9 @@ catalog::catalog(boost::asio::io_context& ioc, std::vector<std::unique_ptr<conne
   }
 }
 
-catalog::~catalog() { stop(); }
+catalog::~catalog() {
+  stop();
+}
 
 void catalog::release_waiting() {
   if (starting_ > 0) return;
@@ -65,8 +68,7 @@ void catalog::ensure_started(std::function<void()> done) {
     auto timer = std::make_shared<boost::asio::steady_timer>(ioc_, start_deadline);
     timer->async_wait([this, target, attempt, timer](const boost::system::error_code& ec) {
       if (ec) return;
-      finish_start(*target, attempt,
-                   "did not start within " + std::to_string(start_deadline.count()) + " s");
+      finish_start(*target, attempt, "did not start within " + std::to_string(start_deadline.count()) + " s");
     });
     s.conn->start([this, target, attempt, timer](std::string error) {
       timer->cancel();

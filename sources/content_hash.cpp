@@ -1,8 +1,7 @@
 #include "sources/content_hash.hpp"
 
-#include <array>
 #include <openssl/evp.h>
-
+#include <array>
 
 namespace tidings::sources {
 

@@ -18,7 +18,9 @@ void post_back(const caf::actor_addr& weak, std::function<void()> fn) {
     caf::anon_send(strong, actors::task_atom::value, actors::actor_task{std::move(fn)});
 }
 
-void on_loop(source_state& st, std::function<void()> fn) { boost::asio::post(*st.cfg.loop, std::move(fn)); }
+void on_loop(source_state& st, std::function<void()> fn) {
+  boost::asio::post(*st.cfg.loop, std::move(fn));
+}
 
 std::string phase_name(phase p) {
   switch (p) {
@@ -204,7 +206,9 @@ void subscribe_upstream(self_ptr self) {
       }
     }
     upstream::handlers h;
-    h.subscribed = [self, weak, generation] { post_back(weak, [self, generation] { on_subscribed(self, generation); }); };
+    h.subscribed = [self, weak, generation] {
+      post_back(weak, [self, generation] { on_subscribed(self, generation); });
+    };
     h.updated = [self, weak, generation] {
       post_back(weak, [self, generation] {
         auto& st = self->state;
@@ -244,7 +248,8 @@ void commit_read(self_ptr self, core::resource_tracker next, std::vector<core::e
       if (!error.empty()) {
         logging::error("source.commit_failed", {{"uri", st.cfg.uri}, {"error", error}});
         if (st.at == phase::starting)
-          return fail_fast(self, "storing the first read failed: " + error, actors::watch_error_kind::unavailable);
+          return fail_fast(self, "storing the first read failed: " + error,
+                           actors::watch_error_kind::unavailable);
         st.cfg.status->update([&](actors::source_info& i) { i.error = "storing a read failed: " + error; });
         return read_done(self);
       }
@@ -270,14 +275,16 @@ void commit_read(self_ptr self, core::resource_tracker next, std::vector<core::e
   if (events.empty()) {
     persistence::write_set ws;
     ws.snapshot_puts.push_back(std::move(snapshot));
-    st.cfg.committer->submit(std::move(ws), [done](const persistence::status& s) { done(s.ok() ? "" : s.message()); });
+    st.cfg.committer->submit(std::move(ws),
+                             [done](const persistence::status& s) { done(s.ok() ? "" : s.message()); });
     return;
   }
   auto req = std::make_shared<actors::publish_request>();
   for (auto& ev : events) req->events.push_back(make_event(st, std::move(ev.fields)));
   req->snapshots.push_back(std::move(snapshot));
   req->reply = [done](const actors::publish_result& r) {
-    done(r.outcome == actors::publish_outcome::unavailable ? (r.error.empty() ? "unavailable" : r.error) : "");
+    done(r.outcome == actors::publish_outcome::unavailable ? (r.error.empty() ? "unavailable" : r.error)
+                                                           : "");
   };
   self->send(st.cfg.hub, actors::publish_atom::value, actors::publish_request_ptr(std::move(req)));
 }
@@ -361,7 +368,8 @@ source_actor::behavior_type source(source_actor::stateful_pointer<source_state> 
           task.run();
         } catch (const std::exception& e) {
           logging::error("source.bug", {{"uri", self->state.cfg.uri}, {"error", e.what()}});
-          if (self->state.at == phase::starting) return fail_fast(self, std::string("internal error: ") + e.what());
+          if (self->state.at == phase::starting)
+            return fail_fast(self, std::string("internal error: ") + e.what());
           if (self->state.at != phase::failed) fail(self, std::string("internal error: ") + e.what());
         }
       },

@@ -29,7 +29,8 @@ struct source_join {
   using reply_fn = std::function<void(std::optional<actors::watch_error>, std::string shape)>;
   explicit source_join(reply_fn fn) : reply_(std::move(fn)) {}
   ~source_join() {
-    if (reply_) reply_(actors::watch_error{actors::watch_error_kind::unavailable, "the source ended; retry"}, {});
+    if (reply_)
+      reply_(actors::watch_error{actors::watch_error_kind::unavailable, "the source ended; retry"}, {});
   }
   source_join(const source_join&) = delete;
   source_join& operator=(const source_join&) = delete;

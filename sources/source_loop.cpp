@@ -10,7 +10,9 @@ namespace tidings::sources {
 source_loop::source_loop(const connector_factory& make)
     : work_(boost::asio::make_work_guard(ioc_)), catalog_(ioc_, make(ioc_)) {}
 
-source_loop::~source_loop() { stop(); }
+source_loop::~source_loop() {
+  stop();
+}
 
 void source_loop::start() {
   thread_ = std::thread([this] {

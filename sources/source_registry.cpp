@@ -18,7 +18,9 @@ void post_back(const caf::actor_addr& weak, std::function<void()> fn) {
     caf::anon_send(strong, actors::task_atom::value, actors::actor_task{std::move(fn)});
 }
 
-std::string table_key(const std::string& tenant, const std::string& key) { return tenant + '\0' + key; }
+std::string table_key(const std::string& tenant, const std::string& key) {
+  return tenant + '\0' + key;
+}
 
 void fail(const actors::source_subscribe_request_ptr& req, watch_error_kind kind, std::string message) {
   actors::source_subscribe_reply r;
@@ -26,7 +28,8 @@ void fail(const actors::source_subscribe_request_ptr& req, watch_error_kind kind
   req->reply(std::move(r));
 }
 
-source_registry_state::entry& spawn_source(self_ptr self, const std::string& tenant, const route_result& route) {
+source_registry_state::entry& spawn_source(self_ptr self, const std::string& tenant,
+                                           const route_result& route) {
   auto& st = self->state;
   source_config cfg;
   cfg.tenant = tenant;
@@ -69,7 +72,8 @@ void on_routed(self_ptr self, const actors::source_subscribe_request_ptr& req, c
   auto& st = self->state;
   if (st.stopping) return fail(req, watch_error_kind::unavailable, "the node is stopping");
   if (!route.upstream)
-    return fail(req, route.transient ? watch_error_kind::unavailable : watch_error_kind::bad_request, route.error);
+    return fail(req, route.transient ? watch_error_kind::unavailable : watch_error_kind::bad_request,
+                route.error);
   auto k = table_key(req->tenant, route.key);
   if (st.closing.contains(k)) {
     st.after_close[k].push_back([self, req, route] { on_routed(self, req, route); });
@@ -169,7 +173,9 @@ actors::source_registry_actor::behavior_type source_registry(
   self->state.cfg = std::move(cfg);
   self->set_down_handler([self](caf::down_msg& msg) { on_down(self, msg); });
   return {
-      [self](actors::source_sub_atom, const actors::source_subscribe_request_ptr& req) { on_subscribe(self, req); },
+      [self](actors::source_sub_atom, const actors::source_subscribe_request_ptr& req) {
+        on_subscribe(self, req);
+      },
       [self](actors::source_unsub_atom, std::uint64_t lease) { on_unsubscribe(self, lease); },
       [self](actors::source_list_atom, const actors::source_list_request_ptr& req) {
         std::vector<actors::source_info> out;

@@ -9,7 +9,9 @@ namespace tidings::sources::web {
 poll_upstream::poll_upstream(boost::asio::io_context& ioc, const web_resource_config& resource)
     : ioc_(ioc), resource_(resource), interval_(std::max(resource.interval, poll_floor)), timer_(ioc) {}
 
-poll_upstream::~poll_upstream() { close(); }
+poll_upstream::~poll_upstream() {
+  close();
+}
 
 void poll_upstream::subscribe(handlers h) {
   handlers_ = std::move(h);
@@ -31,9 +33,8 @@ void poll_upstream::tick() {
     fetching_.reset();
     if (!r.result) {
       ++failed_;
-      logging::warn("source.poll_failed", {{"uri", resource_.uri},
-                                           {"error", r.error},
-                                           {"failed_fetches", failed_}});
+      logging::warn("source.poll_failed",
+                    {{"uri", resource_.uri}, {"error", r.error}, {"failed_fetches", failed_}});
     } else {
       auto hash = sha256_hex(r.result->text);
       bool changed = !last_hash_.empty() && hash != last_hash_;

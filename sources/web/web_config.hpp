@@ -17,7 +17,8 @@ namespace tidings::sources::web {
 struct backend_config {
   std::string url;  // http://host:port/path
   http_headers headers;
-  std::vector<int> expected_status_codes = {200};  // others fail the read (404 may be listed: a delete as a change)
+  std::vector<int> expected_status_codes = {
+      200};  // others fail the read (404 may be listed: a delete as a change)
   std::chrono::milliseconds timeout{10000};
   std::size_t max_body_bytes = 4 * 1024 * 1024;
 };

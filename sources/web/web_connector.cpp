@@ -15,11 +15,14 @@
 
 namespace tidings::sources::web {
 
-std::string token_hint(std::string_view token) { return std::string(token.substr(0, 4)) + "…"; }
+std::string token_hint(std::string_view token) {
+  return std::string(token.substr(0, 4)) + "…";
+}
 
 std::string random_uuid_v4() {
   std::array<unsigned char, 16> b{};
-  if (RAND_bytes(b.data(), static_cast<int>(b.size())) != 1) throw std::runtime_error("no random bytes for a token");
+  if (RAND_bytes(b.data(), static_cast<int>(b.size())) != 1)
+    throw std::runtime_error("no random bytes for a token");
   b[6] = static_cast<unsigned char>((b[6] & 0x0f) | 0x40);
   b[8] = static_cast<unsigned char>((b[8] & 0x3f) | 0x80);
   static constexpr char hex[] = "0123456789abcdef";
@@ -35,20 +38,24 @@ std::string random_uuid_v4() {
 web_connector::web_connector(boost::asio::io_context& ioc, web_config cfg) : ioc_(ioc), cfg_(std::move(cfg)) {
   for (auto& r : cfg_.resources) {
     if (r.kind == strategy::poll && r.interval < poll_floor) {
-      logging::warn("source.poll_interval_raised", {{"uri", r.uri},
-                                                    {"configured_ms", static_cast<std::int64_t>(r.interval.count())},
-                                                    {"interval_ms", static_cast<std::int64_t>(poll_floor.count())}});
+      logging::warn("source.poll_interval_raised",
+                    {{"uri", r.uri},
+                     {"configured_ms", static_cast<std::int64_t>(r.interval.count())},
+                     {"interval_ms", static_cast<std::int64_t>(poll_floor.count())}});
       r.interval = poll_floor;
     }
     if (r.kind == strategy::webhook && r.token.empty()) {
       r.token = random_uuid_v4();
       // A scratch run's URL changes at every start; set a token for anything real.
-      logging::info("webhook.token_generated", {{"uri", r.uri}, {"url", "/webhooks/resource-updated/" + r.token}});
+      logging::info("webhook.token_generated",
+                    {{"uri", r.uri}, {"url", "/webhooks/resource-updated/" + r.token}});
     }
   }
 }
 
-web_connector::~web_connector() { stop(); }
+web_connector::~web_connector() {
+  stop();
+}
 
 void web_connector::start(std::function<void(std::string error)> done) {
   // Nothing to connect to; answered later like every connector's start.
@@ -97,7 +104,8 @@ std::unique_ptr<upstream> web_connector::open(const std::string& uri, std::strin
 void web_connector::read(const std::string& uri, std::function<void(read_outcome)> done) {
   const auto* r = find(uri);
   if (!r) return done(read_outcome::failed(uri + " is not a configured resource"));
-  if (!r->backend) return done(read_outcome::failed(uri + " has no backend to read; it only announces changes"));
+  if (!r->backend)
+    return done(read_outcome::failed(uri + " has no backend to read; it only announces changes"));
   read_backend(ioc_, *r, std::move(done));
 }
 

@@ -12,7 +12,8 @@ namespace {
 constexpr std::size_t max_fires_kept = 256;
 
 std::int64_t now_ms() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
       .count();
 }
 
@@ -22,7 +23,9 @@ webhook_upstream::webhook_upstream(boost::asio::io_context& ioc, const web_resou
                                    std::function<void()> on_close)
     : ioc_(ioc), resource_(resource), on_close_(std::move(on_close)) {}
 
-webhook_upstream::~webhook_upstream() { close(); }
+webhook_upstream::~webhook_upstream() {
+  close();
+}
 
 void webhook_upstream::subscribe(handlers h) {
   handlers_ = std::move(h);

@@ -101,5 +101,6 @@ TEST_CASE("a log that starts over after a restart is a baseline, not a GAP", "[r
   u.restore("event-log", "", 57);
   CHECK(u.apply(true, R"({"events":[{"seq":3,"type":"ADDED"}]})").events.empty());
   CHECK(u.last_seq() == std::optional<std::uint64_t>(3));
-  CHECK(types(u.apply(true, R"({"events":[{"seq":4,"type":"DELETED"}]})")) == std::vector<std::string>{"DELETED"});
+  CHECK(types(u.apply(true, R"({"events":[{"seq":4,"type":"DELETED"}]})")) ==
+        std::vector<std::string>{"DELETED"});
 }

@@ -33,7 +33,8 @@ void replace_file(const std::filesystem::path& path, const std::string& content)
 
 }  // namespace
 
-TEST_CASE("a watch on a file hears of each replace, and of changes made while the node was down", "[sources][file]") {
+TEST_CASE("a watch on a file hears of each replace, and of changes made while the node was down",
+          "[sources][file]") {
   temp_dir dir;
   auto root = dir.path() / "etc";
   std::filesystem::create_directories(root);

@@ -37,7 +37,8 @@ json get_json(const client::endpoint& ep, const std::string& target) {
 
 }  // namespace
 
-TEST_CASE("an MCP server's resources through tidingsd: notices, SSE by uri, unsubscribe, restart", "[sources][mcp]") {
+TEST_CASE("an MCP server's resources through tidingsd: notices, SSE by uri, unsubscribe, restart",
+          "[sources][mcp]") {
   mcp::test::require_servers();
   boost::asio::io_context ioc;
   mcp::test::http_server server(ioc, {"node", "v2-server.mjs", "http"});
@@ -70,10 +71,12 @@ TEST_CASE("an MCP server's resources through tidingsd: notices, SSE by uri, unsu
     auto unknown = start_watch(ep, {{"name", "nope"}, {"uri", "tidings-test://nope"}});
     CHECK(unknown.status == 502);
     INFO(unknown.body);
-    CHECK(json::parse(unknown.body)["error"].get<std::string>().find("tidings-test://nope") != std::string::npos);
+    CHECK(json::parse(unknown.body)["error"].get<std::string>().find("tidings-test://nope") !=
+          std::string::npos);
 
     auto opened = server.line_count();
-    CHECK(start_watch_ok(ep, {{"name", "counter"}, {"uri", "tidings-test://state"}, {"debounce_ms", 50}})["shape"] ==
+    CHECK(start_watch_ok(
+              ep, {{"name", "counter"}, {"uri", "tidings-test://state"}, {"debounce_ms", 50}})["shape"] ==
           "state");
     client::sse_stream notices(ep, sse_target({"watch:counter"}));
     await_hello(notices);

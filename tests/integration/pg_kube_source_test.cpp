@@ -28,8 +28,8 @@ using nlohmann::json;
 
 std::vector<std::string> listeners(const std::string& conninfo, const std::string& channel) {
   std::vector<std::string> pids;
-  for (const auto& row : pg_query(conninfo, "SELECT pid FROM pg_stat_activity WHERE query = 'LISTEN \"" +
-                                                channel + "\"'"))
+  for (const auto& row :
+       pg_query(conninfo, "SELECT pid FROM pg_stat_activity WHERE query = 'LISTEN \"" + channel + "\"'"))
     pids.push_back(row.at(0));
   return pids;
 }
@@ -38,7 +38,10 @@ json configmap(const std::string& name, const std::string& rv, json data) {
   return {{"apiVersion", "v1"},
           {"kind", "ConfigMap"},
           {"metadata",
-           {{"name", name}, {"namespace", "default"}, {"uid", "uid-" + name}, {"resourceVersion", rv},
+           {{"name", name},
+            {"namespace", "default"},
+            {"uid", "uid-" + name},
+            {"resourceVersion", rv},
             {"managedFields", json::array({{{"manager", "kubectl"}}})}}},
           {"data", std::move(data)}};
 }
@@ -136,7 +139,8 @@ TEST_CASE("a Kubernetes-style watch through tidingsd: notices, re-list after 410
   api.send_watch_event("MODIFIED", configmap("cm-a", "12", {{"k", "2"}}));
   auto first = await_notices(notices, 1, 10s);
   REQUIRE(first.size() == 1);
-  CHECK(notice_lines(first[0]) == std::vector<std::string>{"ADDED default/cm-b", "MODIFIED default/cm-a (data.k: 1→2)"});
+  CHECK(notice_lines(first[0]) ==
+        std::vector<std::string>{"ADDED default/cm-b", "MODIFIED default/cm-a (data.k: 1→2)"});
 
   // 410 Gone: the source re-lists and reports what changed in the gap.
   api.set_collection(path, json::array({configmap("cm-a", "12", {{"k", "2"}})}), "20");
@@ -145,6 +149,8 @@ TEST_CASE("a Kubernetes-style watch through tidingsd: notices, re-list after 410
   auto gap = await_notices(notices, 1, 15s);
   REQUIRE(gap.size() == 1);
   CHECK(notice_lines(gap[0]) == std::vector<std::string>{"DELETED default/cm-b"});
+  // The first watch, the one answered 410, and the one open now.
+  REQUIRE(api.await_watches_opened(3, 10s));
 
   CHECK(stop_watch(ep, "cms"));
   CHECK(node.await_log("\"source.stopping\"", 5s));

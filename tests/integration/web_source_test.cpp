@@ -46,13 +46,19 @@ client::http_response fire(const client::endpoint& ep, const std::string& token,
   return client::request(ep, "POST", "/webhooks/resource-updated/" + token, "{\"ignored\":true}", headers);
 }
 
-std::string uri_target(const std::string& uri) { return "/v1/sse?uri=" + client::url_encode(uri); }
+std::string uri_target(const std::string& uri) {
+  return "/v1/sse?uri=" + client::url_encode(uri);
+}
 
 // The sources the node runs now; a source exists only while subscribed.
-json sources_now(const client::endpoint& ep) { return get_json(ep, "/v1/sources"); }
+json sources_now(const client::endpoint& ep) {
+  return get_json(ep, "/v1/sources");
+}
 
 // Waits (bounded, through the node's own log) until no source is running.
-bool await_no_sources(tidingsd_process& node) { return node.await_log("\"source.stopping\"", 5s); }
+bool await_no_sources(tidingsd_process& node) {
+  return node.await_log("\"source.stopping\"", 5s);
+}
 
 const char* hook_config = R"(
 upstreams:
@@ -145,8 +151,9 @@ upstreams:
     - uri: hook://b
       watch: {strategy: {type: webhook, token: other-token, previous_tokens: [same-token-1234]}}
 )");
-  auto r = run_command({tidingsd_binary(), "--data-dir", (dir.path() / "data").string(), "--config", cfg.string()},
-                       std::nullopt, 20s);
+  auto r =
+      run_command({tidingsd_binary(), "--data-dir", (dir.path() / "data").string(), "--config", cfg.string()},
+                  std::nullopt, 20s);
   INFO(describe(r));
   CHECK(r.exit_code == 2);
   CHECK(r.err.find("hook://a") != std::string::npos);
@@ -163,8 +170,9 @@ upstreams:
     - uri: hook://a
       watch: {strategy: {type: webhook, token: "${env.TIDINGS_TEST_UNSET_TOKEN}"}}
 )");
-  auto r = run_command({tidingsd_binary(), "--data-dir", (dir.path() / "data").string(), "--config", cfg.string()},
-                       std::nullopt, 20s);
+  auto r =
+      run_command({tidingsd_binary(), "--data-dir", (dir.path() / "data").string(), "--config", cfg.string()},
+                  std::nullopt, 20s);
   INFO(describe(r));
   CHECK(r.exit_code == 2);
   CHECK(r.err.find("TIDINGS_TEST_UNSET_TOKEN") != std::string::npos);
@@ -186,8 +194,9 @@ TEST_CASE("a URI no upstream serves fails the watch and the session at once", "[
   CHECK(sources_now(ep).empty());
 }
 
-TEST_CASE("a backend webhook diffs the backend, resubscribes, fails after 5 attempts, and diffs across a restart",
-          "[sources][webhook]") {
+TEST_CASE(
+    "a backend webhook diffs the backend, resubscribes, fails after 5 attempts, and diffs across a restart",
+    "[sources][webhook]") {
   fake_backend backend;
   backend.set(200, R"({"web":{"replicas":1},"db":{"replicas":1}})");
   temp_dir dir;
@@ -195,7 +204,8 @@ TEST_CASE("a backend webhook diffs the backend, resubscribes, fails after 5 atte
 upstreams:
   resources:
     - uri: app://deployments
-      backend: {url: ")" + backend.url() + R"(", expected_status_codes: [200]}
+      backend: {url: ")" + backend.url() +
+                                   R"(", expected_status_codes: [200]}
       watch: {strategy: {type: webhook, token: backend-token-123}}
 )");
   auto data = dir.path() / "data";
@@ -261,7 +271,8 @@ TEST_CASE("a poll resource: 10 s floor, a baseline that never notifies, failed f
 upstreams:
   resources:
     - uri: drive://reports
-      backend: {url: ")" + backend.url() + R"(", expected_status_codes: [200, 404]}
+      backend: {url: ")" + backend.url() +
+                                   R"(", expected_status_codes: [200, 404]}
       watch: {strategy: {type: poll, interval_ms: 500}}
 )");
   tidingsd_process node(dir.path() / "data", {"--config", cfg.string()});

@@ -41,24 +41,25 @@ void fake_backend::accept() {
 void fake_backend::serve(std::shared_ptr<tcp::socket> socket) {
   auto buffer = std::make_shared<boost::beast::flat_buffer>();
   auto req = std::make_shared<http::request<http::string_body>>();
-  http::async_read(*socket, *buffer, *req, [this, socket, buffer, req](boost::system::error_code ec, std::size_t) {
-    if (ec) return;
-    ++requests_;
-    auto res = std::make_shared<http::response<http::string_body>>();
-    {
-      std::lock_guard lock(mutex_);
-      res->result(static_cast<unsigned>(status_));
-      res->set(http::field::content_type, content_type_);
-      res->body() = body_;
-    }
-    res->version(11);
-    res->keep_alive(false);
-    res->prepare_payload();
-    http::async_write(*socket, *res, [socket, res](boost::system::error_code, std::size_t) {
-      boost::system::error_code ignored;
-      socket->shutdown(tcp::socket::shutdown_both, ignored);
-    });
-  });
+  http::async_read(*socket, *buffer, *req,
+                   [this, socket, buffer, req](boost::system::error_code ec, std::size_t) {
+                     if (ec) return;
+                     ++requests_;
+                     auto res = std::make_shared<http::response<http::string_body>>();
+                     {
+                       std::lock_guard lock(mutex_);
+                       res->result(static_cast<unsigned>(status_));
+                       res->set(http::field::content_type, content_type_);
+                       res->body() = body_;
+                     }
+                     res->version(11);
+                     res->keep_alive(false);
+                     res->prepare_payload();
+                     http::async_write(*socket, *res, [socket, res](boost::system::error_code, std::size_t) {
+                       boost::system::error_code ignored;
+                       socket->shutdown(tcp::socket::shutdown_both, ignored);
+                     });
+                   });
 }
 
 }  // namespace tidings::testing

@@ -194,6 +194,7 @@ class fake_kube_server::session : public std::enable_shared_from_this<session> {
     {
       std::lock_guard lock(server_.mutex_);
       ++server_.watches_opened_;
+      server_.changed_.notify_all();
       ++server_.watches_open_;
     }
     server_.watches_.push_back(weak_from_this());
@@ -363,6 +364,11 @@ int fake_kube_server::watches_opened() const {
 int fake_kube_server::watches_open() const {
   std::lock_guard lock(mutex_);
   return watches_open_;
+}
+
+bool fake_kube_server::await_watches_opened(int n, std::chrono::milliseconds timeout) const {
+  std::unique_lock lock(mutex_);
+  return changed_.wait_for(lock, timeout, [&] { return watches_opened_ >= n; });
 }
 
 bool fake_kube_server::await_watches_closed_by_client(int n, std::chrono::milliseconds timeout) const {

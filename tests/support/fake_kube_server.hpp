@@ -11,12 +11,12 @@
 // server thread in order and return at once, observations take a lock.
 // Nothing blocks: a test runs its own io_context until an observation holds.
 
+#include <chrono>
+#include <condition_variable>
 #include <cstddef>
 #include <cstdint>
 #include <map>
 #include <memory>
-#include <chrono>
-#include <condition_variable>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -82,10 +82,12 @@ class fake_kube_server {
   void drop_watch();
 
   std::vector<kube_request_record> requests() const;
-  int watches_opened() const;                 // 200 watch heads sent
-  int watches_open() const;                   // opened and not yet ended by either side
-  int watches_closed_by_client() const;       // the client closed an open watch
-  // Waits (bounded) until the client has closed at least `n` watches.
+  int watches_opened() const;            // 200 watch heads sent
+  int watches_open() const;              // opened and not yet ended by either side
+  int watches_closed_by_client() const;  // the client closed an open watch
+  // Wait (bounded) until at least `n` watches were opened (200 heads sent),
+  // or until the client has closed at least `n` watches.
+  bool await_watches_opened(int n, std::chrono::milliseconds timeout) const;
   bool await_watches_closed_by_client(int n, std::chrono::milliseconds timeout) const;
   std::uint64_t watch_bytes_written() const;  // watch body bytes fully written
 
