@@ -2,10 +2,10 @@
 
 #include <catch2/catch.hpp>
 
-#include "tests/client/loopback_server.hpp"
+#include "tests/support/loopback_server.hpp"
 
 using namespace tidings::client;
-using namespace tidings::client::testing;
+using namespace tidings::testing;
 using namespace std::chrono_literals;
 
 namespace {

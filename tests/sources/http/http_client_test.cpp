@@ -9,15 +9,16 @@
 #include <boost/asio/ip/tcp.hpp>
 #include <catch2/catch.hpp>
 
-#include "tests/sources/http/loopback_server.hpp"
+#include "tests/support/loopback_server.hpp"
 
 namespace tidings::sources {
 namespace {
 
 using namespace std::chrono_literals;
-using testing::gate;
-using testing::loopback_server;
-using testing::tcp_socket;
+using tidings::testing::gate;
+using tidings::testing::loopback_server;
+using tidings::testing::tcp_socket;
+namespace testing = tidings::testing;
 
 // Runs the loop until `done` holds or 5 s pass; false on timeout.
 bool run_until(boost::asio::io_context& ioc, const std::function<bool()>& done,

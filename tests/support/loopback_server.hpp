@@ -1,6 +1,6 @@
 #pragma once
 
-// A tiny scripted HTTP peer for the client tests: listens on 127.0.0.1 port
+// A tiny scripted HTTP peer for the HTTP client tests (client/ and sources/http): listens on 127.0.0.1 port
 // 0 and runs `script` on its own thread for every accepted connection, with
 // plain blocking asio, so each test says byte for byte what the server does.
 
@@ -18,7 +18,7 @@
 
 #include "client/http_client.hpp"
 
-namespace tidings::client::testing {
+namespace tidings::testing {
 
 using tcp_socket = boost::asio::ip::tcp::socket;
 
@@ -31,7 +31,9 @@ class loopback_server {
   loopback_server(const loopback_server&) = delete;
   loopback_server& operator=(const loopback_server&) = delete;
 
-  endpoint address() const;
+  client::endpoint address() const;
+  unsigned short port() const;
+  std::string url(const std::string& target) const;
   int accepted() const { return accepted_.load(); }
 
  private:
@@ -49,11 +51,14 @@ class loopback_server {
 
 // Reads one request (head and Content-Length body); empty when the peer closed.
 std::string read_request(tcp_socket& s);
+// Errors are ignored: a client under test may have hung up on purpose.
 void write_all(tcp_socket& s, const std::string& bytes);
 // Blocks until the peer closes its side.
 void wait_for_close(tcp_socket& s);
 // The chunked encoding of `body` cut into chunks of the given sizes (cycled).
 std::string chunked(const std::string& body, const std::vector<std::size_t>& sizes);
+// One chunk of the chunked transfer coding.
+std::string chunk(const std::string& bytes);
 
 // A one-shot signal from the test to a script; waiting is bounded so a
 // failed test cannot hang the run.
@@ -67,4 +72,4 @@ class gate {
   std::shared_future<void> future_ = promise_.get_future().share();
 };
 
-}  // namespace tidings::client::testing
+}  // namespace tidings::testing

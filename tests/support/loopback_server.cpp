@@ -1,4 +1,4 @@
-#include "tests/client/loopback_server.hpp"
+#include "tests/support/loopback_server.hpp"
 
 #include <cctype>
 #include <cstdio>
@@ -9,7 +9,7 @@
 #include <boost/asio/read_until.hpp>
 #include <boost/asio/write.hpp>
 
-namespace tidings::client::testing {
+namespace tidings::testing {
 
 namespace net = boost::asio;
 using tcp = net::ip::tcp;
@@ -33,8 +33,16 @@ loopback_server::~loopback_server() {
   for (auto& t : connections_) t.join();
 }
 
-endpoint loopback_server::address() const {
-  return endpoint{"127.0.0.1", acceptor_.local_endpoint().port()};
+client::endpoint loopback_server::address() const {
+  return client::endpoint{"127.0.0.1", acceptor_.local_endpoint().port()};
+}
+
+unsigned short loopback_server::port() const {
+  return acceptor_.local_endpoint().port();
+}
+
+std::string loopback_server::url(const std::string& target) const {
+  return "http://127.0.0.1:" + std::to_string(port()) + target;
 }
 
 void loopback_server::accept_loop() {
@@ -77,7 +85,8 @@ std::string read_request(tcp_socket& s) {
 }
 
 void write_all(tcp_socket& s, const std::string& bytes) {
-  net::write(s, net::buffer(bytes));
+  boost::system::error_code ignored;
+  net::write(s, net::buffer(bytes), ignored);
 }
 
 void wait_for_close(tcp_socket& s) {
@@ -101,4 +110,10 @@ std::string chunked(const std::string& body, const std::vector<std::size_t>& siz
   return out;
 }
 
-}  // namespace tidings::client::testing
+std::string chunk(const std::string& bytes) {
+  char head[32];
+  std::snprintf(head, sizeof head, "%zx\r\n", bytes.size());
+  return head + bytes + "\r\n";
+}
+
+}  // namespace tidings::testing
