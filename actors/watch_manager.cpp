@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <utility>
 
 #include "actors/watch_debounce.hpp"
 #include "actors/watch_filter.hpp"
@@ -629,7 +630,7 @@ void on_shutdown(self_ptr self) {
 
 watch_manager_actor::behavior_type watch_manager(
     watch_manager_actor::stateful_pointer<watch_manager_state> self, watch_manager_config cfg) {
-  self->state.cfg = cfg;
+  self->state.cfg = std::move(cfg);
   self->set_down_handler([self](caf::down_msg& msg) { on_down(self, msg); });
   return {
       [self](start_atom, const watch_start_request_ptr& req) {

@@ -71,7 +71,7 @@ route_result api::read_resource(const http_request& req, responder respond) {
 route_result api::list_sources(responder respond) {
   auto req = std::make_shared<actors::source_list_request>();
   req->tenant = "default";
-  req->reply = [respond = std::move(respond)](std::vector<actors::source_info> list) {
+  req->reply = [respond = std::move(respond)](const std::vector<actors::source_info>& list) {
     json out = json::array();
     for (const auto& s : list) out.push_back(source_json(s));
     respond(json_response(200, out));

@@ -49,7 +49,9 @@ struct reader {
     for (const auto& kv : n) {
       auto key = kv.first.as<std::string>();
       std::string value;
-      if (!string(kv.second, path + "." + key, &value)) return false;
+      std::string where = path;
+      where.append(".").append(key);
+      if (!string(kv.second, where, &value)) return false;
       out->insert(out->end(), {key, value});
     }
     return true;
@@ -71,8 +73,11 @@ struct reader {
     if (!n.IsMap()) return fail(path, "must be a mapping");
     for (const auto& kv : n) {
       auto key = kv.first.as<std::string>();
-      if (std::find(keys.begin(), keys.end(), key) == keys.end())
-        return fail(path + "." + key, "unknown setting");
+      if (std::find(keys.begin(), keys.end(), key) == keys.end()) {
+        std::string where = path;
+        where.append(".").append(key);
+        return fail(where, "unknown setting");
+      }
     }
     return true;
   }

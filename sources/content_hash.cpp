@@ -10,7 +10,7 @@ std::string sha256_hex(std::string_view data) {
   unsigned int size = 0;
   EVP_Digest(data.data(), data.size(), digest.data(), &size, EVP_sha256(), nullptr);
   std::string out;
-  out.reserve(size * 2);
+  out.reserve(std::size_t{size} * 2);
   static constexpr char digits[] = "0123456789abcdef";
   for (unsigned int i = 0; i < size; ++i) {
     out += digits[digest[i] >> 4];

@@ -86,7 +86,8 @@ void on_routed(self_ptr self, const actors::source_subscribe_request_ptr& req, c
   caf::actor_addr weak = self->address();
   auto stream = e.status->get().stream;
   auto join = std::make_shared<source_join>([self, weak, req, k, actor, stream, key = route.key](
-                                                std::optional<watch_error> error, std::string shape) {
+                                                const std::optional<watch_error>& error,
+                                                const std::string& shape) {
     post_back(weak, [self, req, k, actor, stream, key, error, shape] {
       auto& st = self->state;
       auto it = st.sources.find(k);

@@ -82,9 +82,9 @@ bool parse_http_url(std::string_view url, http_url* out, std::string* error) {
 
 namespace {
 
-constexpr std::size_t header_limit = 64 * 1024;
-constexpr std::size_t read_buffer_limit = header_limit + 64 * 1024;
-constexpr std::size_t stream_piece = 16 * 1024;
+constexpr std::size_t header_limit = std::size_t{64} * 1024;
+constexpr std::size_t read_buffer_limit = header_limit + std::size_t{64} * 1024;
+constexpr std::size_t stream_piece = std::size_t{16} * 1024;
 
 std::string lowercase(std::string_view s) {
   std::string out(s);
@@ -130,10 +130,11 @@ class http_operation : public http_call, public std::enable_shared_from_this<htt
       return;
     }
     arm_timer(req_.timeout, "timed out after " + std::to_string(req_.timeout.count()) + " ms");
-    resolver_.async_resolve(url.host, url.port,
-                            [self = shared_from_this()](const error_code& ec, tcp::resolver::results_type r) {
-                              self->on_resolve(ec, std::move(r));
-                            });
+    resolver_.async_resolve(
+        url.host, url.port,
+        [self = shared_from_this()](const error_code& ec, const tcp::resolver::results_type& r) {
+          self->on_resolve(ec, r);
+        });
   }
 
   void cancel() override {
@@ -165,7 +166,7 @@ class http_operation : public http_call, public std::enable_shared_from_this<htt
     return true;
   }
 
-  void on_resolve(const error_code& ec, tcp::resolver::results_type results) {
+  void on_resolve(const error_code& ec, const tcp::resolver::results_type& results) {
     if (finished_) return release();
     if (ec) return fail(describe("resolve " + authority_, ec));
     net::async_connect(

@@ -96,7 +96,7 @@ void kube_connector::read(const std::string& uri, std::function<void(read_outcom
   const std::string label = name_ + " " + u.resource;
   reads_[id] = kube_list_request(
       ioc_, config_, kube_list_target(u, path),
-      [this, id, label, done = std::move(done)](std::string error, kube_list list) {
+      [this, id, label, done = std::move(done)](const std::string& error, kube_list list) {
         reads_.erase(id);
         if (!error.empty()) return done(read_outcome::failed(label + ": list failed: " + error));
         for (auto& item : list.items) core::strip_managed_fields(item);

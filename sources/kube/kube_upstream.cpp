@@ -14,7 +14,7 @@ using nlohmann::json;
 
 namespace {
 
-constexpr std::size_t max_error_body = 16 * 1024;
+constexpr std::size_t max_error_body = std::size_t{16} * 1024;
 
 // An in-band ERROR event whose Status says 410 Gone. Checked by hand:
 // json::value() throws on a wrongly typed field.
@@ -52,12 +52,12 @@ void kube_upstream::subscribe(handlers h) {
   watch_call_.reset();
   phase_ = phase::listing;
   gap_logged_ = false;
-  list_call_ = kube_list_request(
-      ioc_, config_, kube_list_target(uri_, path_),
-      [this](std::string error, kube_list list) { on_list(std::move(error), std::move(list)); });
+  list_call_ =
+      kube_list_request(ioc_, config_, kube_list_target(uri_, path_),
+                        [this](const std::string& error, const kube_list& list) { on_list(error, list); });
 }
 
-void kube_upstream::on_list(std::string error, kube_list list) {
+void kube_upstream::on_list(const std::string& error, const kube_list& list) {
   list_call_.reset();
   if (phase_ != phase::listing) return;
   if (!error.empty()) return end(label_ + ": list failed: " + error);
@@ -86,7 +86,7 @@ void kube_upstream::open_watch(const std::string& resource_version) {
   http_stream_handlers h;
   h.head = [this](const http_response& head) { on_watch_head(head); };
   h.data = [this](std::string_view data) { on_watch_data(data); };
-  h.end = [this](std::string error) { on_watch_end(std::move(error)); };
+  h.end = [this](const std::string& error) { on_watch_end(error); };
   watch_call_ = http_open_stream(ioc_, std::move(req), std::move(h));
 }
 
@@ -137,7 +137,7 @@ std::string kube_upstream::on_watch_event(std::string_view text, bool* logged) {
   return {};
 }
 
-void kube_upstream::on_watch_end(std::string error) {
+void kube_upstream::on_watch_end(const std::string& error) {
   watch_call_.reset();
   if (phase_ != phase::opening && phase_ != phase::watching) return;
   if (watch_status_ != 0 && watch_status_ != 200)

@@ -45,11 +45,11 @@ class kube_upstream final : public upstream {
  private:
   enum class phase { idle, listing, opening, watching, closed };
 
-  void on_list(std::string error, struct kube_list list);
+  void on_list(const std::string& error, const struct kube_list& list);
   void open_watch(const std::string& resource_version);
   void on_watch_head(const http_response& head);
   void on_watch_data(std::string_view data);
-  void on_watch_end(std::string error);
+  void on_watch_end(const std::string& error);
   // Handles one complete watch event; returns why the watch must end, or "".
   std::string on_watch_event(std::string_view text, bool* logged);
   // Stops the calls in flight and reports `ended`; the last thing a handler does.

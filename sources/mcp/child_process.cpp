@@ -48,7 +48,7 @@ bool wait_exit(pid_t pid, std::chrono::milliseconds grace, int* status) {
     if (r == pid) return true;
     if (r < 0 && errno != EINTR) return true;  // not our child any more
     if (std::chrono::steady_clock::now() >= deadline) return false;
-    timespec ts{0, 5 * 1000 * 1000};
+    timespec ts{0, 5L * 1000 * 1000};
     nanosleep(&ts, nullptr);
   }
 }
@@ -109,12 +109,19 @@ std::string child_process::start(const child_options& opts, child_handlers h) {
     std::string key = s.substr(0, s.find('='));
     if (!opts.env.count(key)) env_strings.push_back(std::move(s));
   }
-  for (const auto& [k, v] : opts.env) env_strings.push_back(k + "=" + v);
+  env_strings.reserve(env_strings.size() + opts.env.size());
+  for (const auto& [k, v] : opts.env) {
+    std::string entry = k;
+    entry.append("=").append(v);
+    env_strings.push_back(std::move(entry));
+  }
   std::vector<char*> envp;
+  envp.reserve(env_strings.size());
   for (auto& s : env_strings) envp.push_back(s.data());
   envp.push_back(nullptr);
   std::vector<std::string> args = opts.argv;
   std::vector<char*> argv;
+  argv.reserve(args.size());
   for (auto& a : args) argv.push_back(a.data());
   argv.push_back(nullptr);
 

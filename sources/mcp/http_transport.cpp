@@ -81,7 +81,7 @@ void http_transport::send_request(const json& message, const request_info& info)
   sh.data = [weak, key](std::string_view data) {
     if (auto self = weak.lock()) self->on_data(key, data);
   };
-  sh.end = [weak, key](std::string error) {
+  sh.end = [weak, key](const std::string& error) {
     if (auto self = weak.lock()) self->on_end(key, error);
   };
   c->http = http_open_stream(ioc_, std::move(req), std::move(sh));
@@ -194,12 +194,12 @@ void http_transport::send_notification(const json& message) {
   req.headers = base_headers("", "");
   req.body = message.dump();
   req.timeout = cfg_.request_timeout;
-  req.max_body_bytes = 64 * 1024;
+  req.max_body_bytes = std::size_t{64} * 1024;
   std::string name = cfg_.name;
   std::string method = message.value("method", std::string("response"));
   std::uint64_t index = next_notification_++;
   std::weak_ptr<http_transport> weak = weak_from_this();
-  notifications_[index] = http_fetch(ioc_, std::move(req), [weak, name, method, index](http_result r) {
+  notifications_[index] = http_fetch(ioc_, std::move(req), [weak, name, method, index](const http_result& r) {
     auto self = weak.lock();
     if (!self) return;
     self->notifications_.erase(index);
@@ -272,7 +272,7 @@ void http_transport::open_get_stream() {
       if (self->handlers_.message) self->handlers_.message(std::move(j));
     }
   };
-  sh.end = [weak](std::string error) {
+  sh.end = [weak](const std::string& error) {
     auto self = weak.lock();
     if (!self || self->closed_ || !self->get_established_) return;
     // Unsolicited updates arrive only here: without it the watches are deaf.
@@ -305,7 +305,7 @@ void http_transport::close() {
     if (!version_.empty()) req.headers.emplace_back("MCP-Protocol-Version", version_);
     for (const auto& kv : cfg_.headers) req.headers.push_back(kv);
     req.timeout = std::chrono::milliseconds(2000);
-    http_fetch(ioc_, std::move(req), [](http_result) {});
+    http_fetch(ioc_, std::move(req), [](const http_result&) {});
     session_id_.clear();
   }
 }

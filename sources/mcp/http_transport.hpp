@@ -25,7 +25,7 @@
 
 namespace tidings::sources::mcp {
 
-class http_transport : public transport, public std::enable_shared_from_this<http_transport> {
+class http_transport final : public transport, public std::enable_shared_from_this<http_transport> {
  public:
   http_transport(boost::asio::io_context& ioc, const mcp_config& cfg) : ioc_(ioc), cfg_(cfg) {}
   ~http_transport() override;

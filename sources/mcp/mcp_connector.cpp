@@ -17,7 +17,8 @@ mcp_connector::~mcp_connector() {
 void mcp_connector::start(std::function<void(std::string error)> done) {
   *alive_ = true;
   std::weak_ptr<bool> alive = alive_;
-  session_->list([this, alive, done = std::move(done)](std::vector<resource_info> list, std::string error) {
+  session_->list([this, alive, done = std::move(done)](std::vector<resource_info> list,
+                                                       const std::string& error) {
     auto a = alive.lock();
     if (!a || !*a) return;
     if (error.empty()) {

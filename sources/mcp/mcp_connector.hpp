@@ -17,7 +17,7 @@
 
 namespace tidings::sources::mcp {
 
-class mcp_connector : public connector {
+class mcp_connector final : public connector {
  public:
   mcp_connector(boost::asio::io_context& ioc, mcp_config cfg);
   ~mcp_connector() override;

@@ -84,16 +84,16 @@ void mcp_session::begin_connect() {
     return self && self->generation_ == gen ? self : nullptr;
   };
   transport::handlers h;
-  h.message = [alive](json j) {
-    if (auto self = alive()) self->on_message(std::move(j));
+  h.message = [alive](const json& j) {
+    if (auto self = alive()) self->on_message(j);
   };
-  h.request_failed = [alive](json id, failure_kind kind, std::string error) {
+  h.request_failed = [alive](const json& id, failure_kind kind, std::string error) {
     if (auto self = alive()) self->rpc_.fail(id, kind, std::move(error));
   };
-  h.closed = [alive](std::string reason) {
+  h.closed = [alive](const std::string& reason) {
     if (auto self = alive()) self->on_closed(reason);
   };
-  transport_->open(std::move(h), [alive](std::string error) {
+  transport_->open(std::move(h), [alive](const std::string& error) {
     auto self = alive();
     if (!self) return;
     if (!error.empty()) {
@@ -110,7 +110,7 @@ void mcp_session::probe() {
   auto timeout = std::min(cfg_.request_timeout, std::chrono::milliseconds(10000));
   std::weak_ptr<mcp_session> weak = weak_from_this();
   std::uint64_t gen = generation_;
-  send("server/discover", json::object(), timeout, false, rpc_.next_id(), [weak, gen](rpc_reply r) {
+  send("server/discover", json::object(), timeout, false, rpc_.next_id(), [weak, gen](const rpc_reply& r) {
     auto self = weak.lock();
     if (self && self->generation_ == gen) self->on_probe(r);
   });
@@ -209,7 +209,7 @@ void mcp_session::request(const std::string& method, json params, std::function<
   send(method, std::move(params), cfg_.request_timeout, false, rpc_.next_id(), std::move(done));
 }
 
-void mcp_session::on_message(json j) {
+void mcp_session::on_message(const json& j) {
   rpc_message m = classify_message(j);
   switch (m.kind) {
     case message_kind::invalid:
@@ -343,7 +343,7 @@ mcp_session::watch_id mcp_session::watch(const std::string& uri, watch_handlers 
   w.h = std::move(h);
   watches_.emplace(id, std::move(w));
   std::weak_ptr<mcp_session> weak = weak_from_this();
-  connect([weak, id](std::string error) {
+  connect([weak, id](const std::string& error) {
     auto self = weak.lock();
     if (!self || !self->find_watch(id)) return;
     if (!error.empty()) {
@@ -373,14 +373,14 @@ void mcp_session::start_watch(watch_id id) {
   std::weak_ptr<mcp_session> weak = weak_from_this();
   std::uint64_t gen = generation_;
   std::string uri = w->uri;
-  request("resources/subscribe", {{"uri", uri}}, [weak, gen, id, uri](rpc_reply r) {
+  request("resources/subscribe", {{"uri", uri}}, [weak, gen, id, uri](const rpc_reply& r) {
     auto self = weak.lock();
     if (!self) return;
     watch_state* w = self->find_watch(id);
     if (!w) {
       // Unwatched meanwhile: undo, unless no other watch wants the URI.
       if (r.ok() && self->generation_ == gen && !self->legacy_refs_.count(uri))
-        self->request("resources/unsubscribe", {{"uri", uri}}, [](rpc_reply) {});
+        self->request("resources/unsubscribe", {{"uri", uri}}, [](const rpc_reply&) {});
       return;
     }
     if (!r.ok()) {
@@ -475,7 +475,7 @@ void mcp_session::unwatch(watch_id id) {
   if (state_ != state::ready) return;
   std::string name = cfg_.name;
   std::string uri = w.uri;
-  request("resources/unsubscribe", {{"uri", uri}}, [name, uri](rpc_reply r) {
+  request("resources/unsubscribe", {{"uri", uri}}, [name, uri](const rpc_reply& r) {
     if (!r.ok())
       logging::warn("mcp.unsubscribe.failed", {{"server", name}, {"uri", uri}, {"error", r.describe()}});
   });
@@ -483,7 +483,7 @@ void mcp_session::unwatch(watch_id id) {
 
 void mcp_session::list(std::function<void(std::vector<resource_info>, std::string error)> done) {
   std::weak_ptr<mcp_session> weak = weak_from_this();
-  connect([weak, done = std::move(done)](std::string error) {
+  connect([weak, done = std::move(done)](const std::string& error) {
     auto self = weak.lock();
     if (!self) return;
     if (!error.empty()) {
@@ -495,27 +495,27 @@ void mcp_session::list(std::function<void(std::vector<resource_info>, std::strin
       return;
     }
     auto out = std::make_shared<std::vector<resource_info>>();
-    self->list_page("resources/list", "", 0, out, [weak, out, done](std::string error) {
+    self->list_page("resources/list", "", 0, out, [weak, out, done](const std::string& error) {
       auto self = weak.lock();
       if (!self) return;
       if (!error.empty()) {
         done({}, error);
         return;
       }
-      self->list_page("resources/templates/list", "", 0, out, [out, done](std::string error) {
+      self->list_page("resources/templates/list", "", 0, out, [out, done](const std::string& error) {
         done(error.empty() ? std::move(*out) : std::vector<resource_info>{}, error);
       });
     });
   });
 }
 
-void mcp_session::list_page(const std::string& method, std::string cursor, int pages,
-                            std::shared_ptr<std::vector<resource_info>> out,
-                            std::function<void(std::string error)> done) {
+void mcp_session::list_page(const std::string& method, const std::string& cursor, int pages,
+                            const std::shared_ptr<std::vector<resource_info>>& out,
+                            const std::function<void(std::string error)>& done) {
   json params = json::object();
   if (!cursor.empty()) params["cursor"] = cursor;
   std::weak_ptr<mcp_session> weak = weak_from_this();
-  request(method, std::move(params), [weak, method, pages, out, done](rpc_reply r) {
+  request(method, std::move(params), [weak, method, pages, out, done](const rpc_reply& r) {
     auto self = weak.lock();
     if (!self) return;
     if (!r.ok()) {
@@ -542,14 +542,14 @@ void mcp_session::list_page(const std::string& method, std::string cursor, int p
 
 void mcp_session::read(const std::string& uri, std::function<void(read_outcome)> done) {
   std::weak_ptr<mcp_session> weak = weak_from_this();
-  connect([weak, uri, done = std::move(done)](std::string error) {
+  connect([weak, uri, done = std::move(done)](const std::string& error) {
     auto self = weak.lock();
     if (!self) return;
     if (!error.empty()) {
       done(read_outcome::failed(error));
       return;
     }
-    self->request("resources/read", {{"uri", uri}}, [weak, uri, done](rpc_reply r) {
+    self->request("resources/read", {{"uri", uri}}, [weak, uri, done](const rpc_reply& r) {
       auto self = weak.lock();
       if (!self) return;
       if (!r.ok()) {
@@ -563,7 +563,8 @@ void mcp_session::read(const std::string& uri, std::function<void(read_outcome)>
 
 void mcp_session::call_tool(const std::string& name, json arguments, std::function<void(rpc_reply)> done) {
   std::weak_ptr<mcp_session> weak = weak_from_this();
-  connect([weak, name, arguments = std::move(arguments), done = std::move(done)](std::string error) mutable {
+  connect([weak, name, arguments = std::move(arguments),
+           done = std::move(done)](const std::string& error) mutable {
     auto self = weak.lock();
     if (!self) return;
     if (!error.empty()) {

@@ -109,7 +109,7 @@ class mcp_session : public std::enable_shared_from_this<mcp_session> {
   void on_probe(const rpc_reply& r);
   void initialize(const std::string& version);
   void finish_connect(const std::string& error);
-  void on_message(nlohmann::json j);
+  void on_message(const nlohmann::json& j);
   void on_notification(const rpc_message& m);
   void on_server_request(const rpc_message& m);
   void on_closed(const std::string& reason);
@@ -118,9 +118,9 @@ class mcp_session : public std::enable_shared_from_this<mcp_session> {
   void end_watch(watch_id id, const std::string& reason, bool cancel_upstream);
   void send(const std::string& method, nlohmann::json params, std::chrono::milliseconds timeout,
             bool long_lived, const nlohmann::json& id, std::function<void(rpc_reply)> done);
-  void list_page(const std::string& method, std::string cursor, int pages,
-                 std::shared_ptr<std::vector<resource_info>> out,
-                 std::function<void(std::string error)> done);
+  void list_page(const std::string& method, const std::string& cursor, int pages,
+                 const std::shared_ptr<std::vector<resource_info>>& out,
+                 const std::function<void(std::string error)>& done);
   watch_state* find_watch(watch_id id);
 
   boost::asio::io_context& ioc_;

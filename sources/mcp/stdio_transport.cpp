@@ -23,7 +23,7 @@ void stdio_transport::open(handlers h, std::function<void(std::string error)> do
   std::weak_ptr<stdio_transport> weak = weak_from_this();
   std::string name = cfg_.name;
   child_handlers ch;
-  ch.stdout_line = [weak, name](std::string line) {
+  ch.stdout_line = [weak, name](const std::string& line) {
     auto self = weak.lock();
     if (!self) return;
     json j = json::parse(line, nullptr, /*allow_exceptions=*/false);

@@ -17,7 +17,7 @@
 
 namespace tidings::sources::mcp {
 
-class stdio_transport : public transport, public std::enable_shared_from_this<stdio_transport> {
+class stdio_transport final : public transport, public std::enable_shared_from_this<stdio_transport> {
  public:
   stdio_transport(boost::asio::io_context& ioc, const mcp_config& cfg) : ioc_(ioc), cfg_(cfg) {}
   ~stdio_transport() override;

@@ -25,10 +25,10 @@ void postgres_connector::start(std::function<void(std::string error)> done) {
   if (start_waiters_.size() > 1) return;  // one probe answers every waiter
   probe_ = std::make_unique<postgres_connection>(io_);
   probe_->connect(config_->conninfo, config_->connect_timeout,
-                  [this](std::string error) { finish_start(std::move(error)); });
+                  [this](const std::string& error) { finish_start(error); });
 }
 
-void postgres_connector::finish_start(std::string error) {
+void postgres_connector::finish_start(const std::string& error) {
   // The probe only shows the database is reachable; channels get their own
   // connections. It is dropped on the next start() or stop(), not here,
   // because this runs inside it.

@@ -38,7 +38,7 @@ class postgres_connector final : public connector {
   void stop() override;
 
  private:
-  void finish_start(std::string error);
+  void finish_start(const std::string& error);
 
   boost::asio::io_context& io_;
   std::shared_ptr<const postgres_config> config_;

@@ -51,7 +51,7 @@ void postgres_upstream::on_listening(std::string error) {
     conn_->close();
     return end(std::move(error));
   }
-  conn_->watch([this](std::vector<notification> batch) { on_notifications(std::move(batch)); },
+  conn_->watch([this](const std::vector<notification>& batch) { on_notifications(batch); },
                [this](std::string reason) { on_lost(std::move(reason)); });
   bool gap = listened_before_;
   listened_before_ = true;
@@ -65,7 +65,7 @@ void postgres_upstream::on_listening(std::string error) {
   if (gap && !alive.expired() && h.updated) h.updated();
 }
 
-void postgres_upstream::on_notifications(std::vector<notification> batch) {
+void postgres_upstream::on_notifications(const std::vector<notification>& batch) {
   for (auto& n : batch) ring_.append(notify_event(n.channel, n.payload, config_->path_field));
   auto updated = handlers_.updated;
   if (updated) updated();  // one wake per socket read: coalesced

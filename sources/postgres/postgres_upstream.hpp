@@ -53,7 +53,7 @@ class postgres_upstream final : public upstream {
  private:
   void on_connected(std::string error);
   void on_listening(std::string error);
-  void on_notifications(std::vector<notification> batch);
+  void on_notifications(const std::vector<notification>& batch);
   void on_lost(std::string reason);
   void end(std::string reason);
 
