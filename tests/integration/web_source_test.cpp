@@ -50,6 +50,13 @@ std::string uri_target(const std::string& uri) {
   return "/v1/sse?uri=" + client::url_encode(uri);
 }
 
+// tidingsd with this config, expected to refuse to start; run to its end.
+command_result run_refused(const temp_dir& dir, const std::filesystem::path& cfg) {
+  return run_command(
+      {tidingsd_binary(), "--data-dir", (dir.path() / "data").string(), "--config", cfg.string()},
+      std::nullopt, 20s);
+}
+
 // The sources the node runs now; a source exists only while subscribed.
 json sources_now(const client::endpoint& ep) {
   return get_json(ep, "/v1/sources");
@@ -151,9 +158,7 @@ upstreams:
     - uri: hook://b
       watch: {strategy: {type: webhook, token: other-token, previous_tokens: [same-token-1234]}}
 )");
-  auto r =
-      run_command({tidingsd_binary(), "--data-dir", (dir.path() / "data").string(), "--config", cfg.string()},
-                  std::nullopt, 20s);
+  auto r = run_refused(dir, cfg);
   INFO(describe(r));
   CHECK(r.exit_code == 2);
   CHECK(r.err.find("hook://a") != std::string::npos);
@@ -170,9 +175,7 @@ upstreams:
     - uri: hook://a
       watch: {strategy: {type: webhook, token: "${env.TIDINGS_TEST_UNSET_TOKEN}"}}
 )");
-  auto r =
-      run_command({tidingsd_binary(), "--data-dir", (dir.path() / "data").string(), "--config", cfg.string()},
-                  std::nullopt, 20s);
+  auto r = run_refused(dir, cfg);
   INFO(describe(r));
   CHECK(r.exit_code == 2);
   CHECK(r.err.find("TIDINGS_TEST_UNSET_TOKEN") != std::string::npos);
