@@ -99,7 +99,7 @@ void on_routed(self_ptr self, const actors::source_subscribe_request_ptr& req, c
       }
       if (!same) return fail(req, watch_error_kind::unavailable, "the source stopped while starting; retry");
       auto id = st.next_lease++;
-      logging::debug("source.subscribed", {{"key", key}, {"lease", id}});
+      logging::debug("source.leased", {{"key", key}, {"lease", id}});
       it->second.leases.insert(id);
       st.leases[id] = k;
       it->second.status->update([&](actors::source_info& i) { i.subscribers = it->second.leases.size(); });
@@ -129,7 +129,7 @@ void on_subscribe(self_ptr self, const actors::source_subscribe_request_ptr& req
 
 void on_unsubscribe(self_ptr self, std::uint64_t lease) {
   auto& st = self->state;
-  logging::debug("source.unsubscribed", {{"lease", lease}});
+  logging::debug("source.released", {{"lease", lease}});
   auto l = st.leases.find(lease);
   if (l == st.leases.end()) return;  // its source already ended
   auto k = l->second;
