@@ -433,9 +433,10 @@ void mcp_session::start_listen(watch_id id) {
        });
 }
 
-void mcp_session::end_watch(watch_id id, const std::string& reason, bool cancel_upstream) {
+std::optional<mcp_session::watch_state> mcp_session::detach_watch(watch_id id, bool cancel_upstream,
+                                                                  const char* why) {
   auto it = watches_.find(id);
-  if (it == watches_.end()) return;
+  if (it == watches_.end()) return std::nullopt;
   watch_state w = std::move(it->second);
   watches_.erase(it);
   if (w.ack_timer) w.ack_timer->cancel();
@@ -443,35 +444,33 @@ void mcp_session::end_watch(watch_id id, const std::string& reason, bool cancel_
     by_listen_id_.erase(id_key(w.listen_id));
     if (rpc_.pending(w.listen_id)) {
       rpc_.forget(w.listen_id);
-      if (cancel_upstream && transport_) transport_->cancel_request(w.listen_id, "subscription ended");
+      if (cancel_upstream && transport_) transport_->cancel_request(w.listen_id, why);
     }
-  } else if (w.active) {
-    auto r = legacy_refs_.find(w.uri);
-    if (r != legacy_refs_.end() && --r->second <= 0) legacy_refs_.erase(r);
   }
-  logging::info("mcp.watch.ended", {{"server", cfg_.name}, {"uri", w.uri}, {"reason", reason}});
-  if (w.h.ended) w.h.ended(reason);
+  return w;
+}
+
+bool mcp_session::release_legacy_ref(const std::string& uri) {
+  auto r = legacy_refs_.find(uri);
+  if (r == legacy_refs_.end() || --r->second > 0) return false;
+  legacy_refs_.erase(r);
+  return true;
+}
+
+void mcp_session::end_watch(watch_id id, const std::string& reason, bool cancel_upstream) {
+  auto w = detach_watch(id, cancel_upstream, "subscription ended");
+  if (!w) return;
+  if (w->listen_id.is_null() && w->active) release_legacy_ref(w->uri);
+  logging::info("mcp.watch.ended", {{"server", cfg_.name}, {"uri", w->uri}, {"reason", reason}});
+  if (w->h.ended) w->h.ended(reason);
 }
 
 void mcp_session::unwatch(watch_id id) {
-  auto it = watches_.find(id);
-  if (it == watches_.end()) return;
-  watch_state w = std::move(it->second);
-  watches_.erase(it);
-  if (w.ack_timer) w.ack_timer->cancel();
-  if (!w.listen_id.is_null()) {
-    by_listen_id_.erase(id_key(w.listen_id));
-    if (rpc_.pending(w.listen_id)) {
-      rpc_.forget(w.listen_id);
-      if (transport_) transport_->cancel_request(w.listen_id, "unsubscribed");
-    }
-    return;
-  }
-  if (!w.active) return;
-  auto r = legacy_refs_.find(w.uri);
-  if (r == legacy_refs_.end()) return;
-  if (--r->second > 0) return;
-  legacy_refs_.erase(r);
+  auto detached = detach_watch(id, true, "unsubscribed");
+  if (!detached || !detached->listen_id.is_null() || !detached->active) return;
+  auto& w = *detached;
+  // The server is told only when the last legacy subscriber of the URI leaves.
+  if (!release_legacy_ref(w.uri)) return;
   if (state_ != state::ready) return;
   std::string name = cfg_.name;
   std::string uri = w.uri;

@@ -24,6 +24,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -116,6 +117,11 @@ class mcp_session : public std::enable_shared_from_this<mcp_session> {
   void start_watch(watch_id id);
   void start_listen(watch_id id);
   void end_watch(watch_id id, const std::string& reason, bool cancel_upstream);
+  // Takes the watch out of the tables and ends its listen request (telling
+  // the server `why` when cancel_upstream); nullopt when there is none.
+  std::optional<watch_state> detach_watch(watch_id id, bool cancel_upstream, const char* why);
+  // One legacy subscriber of `uri` fewer; true when it was the last.
+  bool release_legacy_ref(const std::string& uri);
   void send(const std::string& method, nlohmann::json params, std::chrono::milliseconds timeout,
             bool long_lived, const nlohmann::json& id, std::function<void(rpc_reply)> done);
   void list_page(const std::string& method, const std::string& cursor, int pages,
