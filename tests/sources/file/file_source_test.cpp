@@ -19,6 +19,7 @@
 #include "sources/content_hash.hpp"
 #include "sources/file/file_connector.hpp"
 #include "sources/file/file_path.hpp"
+#include "tests/sources/upstream_recorder.hpp"
 
 using namespace tidings::sources;
 using namespace tidings::sources::file;
@@ -84,16 +85,7 @@ void run_ready(boost::asio::io_context& io) {
   }
 }
 
-struct recorder {
-  int subscribed = 0;
-  int updated = 0;
-  std::vector<std::string> ended;
-
-  upstream::handlers handlers() {
-    return {[this] { ++subscribed; }, [this] { ++updated; },
-            [this](std::string reason) { ended.push_back(std::move(reason)); }};
-  }
-};
+using recorder = tidings::sources::testing::upstream_recorder;
 
 struct fixture {
   explicit fixture(file_config extra = {}) {

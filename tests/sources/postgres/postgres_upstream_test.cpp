@@ -23,6 +23,7 @@
 #include "core/read_extraction.hpp"
 #include "sources/postgres/postgres_connector.hpp"
 #include "sources/postgres/postgres_upstream.hpp"
+#include "tests/sources/upstream_recorder.hpp"
 #include "tests/support/postgres_server.hpp"
 
 namespace {
@@ -43,17 +44,7 @@ postgres_server& shared_server() {
   return server;
 }
 
-// Records what an upstream reports.
-struct recorder {
-  int subscribed = 0;
-  int updated = 0;
-  std::vector<std::string> ended;
-
-  upstream::handlers handlers() {
-    return {[this] { ++subscribed; }, [this] { ++updated; },
-            [this](std::string reason) { ended.push_back(std::move(reason)); }};
-  }
-};
+using recorder = tidings::sources::testing::upstream_recorder;
 
 struct loop {
   boost::asio::io_context io;
