@@ -48,6 +48,7 @@ struct start_job {
   core::stream_uri target;         // the stream read: the URI's, or its source's
   std::string source_shape;        // set when the URI names an upstream source
   source_lease_ptr lease;          // held while the watch runs on that source
+  std::size_t max_watches = 0;     // the tenant's limit; 0: the node's (--max-watches)
 };
 using job_ptr = std::shared_ptr<start_job>;
 
@@ -261,11 +262,12 @@ void begin_start(self_ptr self, const job_ptr& job) {
     if (other.tenant == id.tenant && other.name != id.name) ++held;
   for (const auto& other : st.starting)
     if (other.tenant == id.tenant && other.name != id.name) ++held;
-  auto max = st.cfg.limits.max_watches_per_tenant;
+  auto max = job->max_watches ? job->max_watches : st.cfg.limits.max_watches_per_tenant;
   if (held >= max)
-    return reply(job, {error_of(watch_error_kind::over_limit,
-                                "tenant " + id.tenant + " already holds " + std::to_string(held) +
-                                    " watches, the most it may (--max-watches); stop one first"),
+    return reply(job, {error_of(watch_error_kind::over_limit, "tenant " + id.tenant + " already holds " +
+                                                                  std::to_string(held) +
+                                                                  " watches, the most it may (watch limit " +
+                                                                  std::to_string(max) + "); stop one first"),
                        {},
                        false});
   st.starting.insert(id);
@@ -638,6 +640,7 @@ watch_manager_actor::behavior_type watch_manager(
         job->spec = req->spec;
         if (job->spec.created_ms == 0) job->spec.created_ms = now_ms();
         job->done = req->reply;
+        job->max_watches = req->max_watches;
         begin_start(self, job);
       },
       [self](list_atom, const watch_list_request_ptr& req) { on_list(self, req); },

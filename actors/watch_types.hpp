@@ -111,6 +111,7 @@ struct watch_start_reply {
 
 struct watch_start_request {
   persistence::watch_spec spec;
+  std::size_t max_watches = 0;  // the tenant's limit; 0: the node's
   std::function<void(watch_start_reply)> reply;
 };
 using watch_start_request_ptr = std::shared_ptr<watch_start_request>;

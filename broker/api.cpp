@@ -1,5 +1,6 @@
 #include "broker/api.hpp"
 
+#include <algorithm>
 #include <string_view>
 
 namespace tidings::broker {
@@ -19,48 +20,110 @@ http_response method_not_allowed(std::string_view allow) {
   return r;
 }
 
+// Headers a browser needs to read a cross-origin answer it was allowed.
+std::vector<std::pair<std::string, std::string>> cors_headers(const std::string& origin) {
+  return {{"Access-Control-Allow-Origin", origin},
+          {"Access-Control-Allow-Credentials", "true"},
+          {"Access-Control-Expose-Headers", "Idempotent-Replay, Retry-After"},
+          {"Vary", "Origin"}};
+}
+
+void add_headers(http_response& r, const std::vector<std::pair<std::string, std::string>>& headers) {
+  for (const auto& h : headers) r.headers.push_back(h);
+  if (r.sse)
+    for (const auto& [k, v] : headers) r.sse->extra_headers += k + ": " + v + "\r\n";
+}
+
 }  // namespace
 
 api::api(actors::hub_registry& hubs, actors::watch_manager_actor watches, persistence::store& store,
-         const config& cfg, sources::source_loop& loop, actors::source_registry_actor sources)
+         const config& cfg, sources::source_loop& loop, actors::source_registry_actor sources,
+         api_security security)
     : hubs_(hubs),
       watches_(std::move(watches)),
       store_(store),
       cfg_(cfg),
       loop_(loop),
-      sources_(std::move(sources)) {}
+      sources_(std::move(sources)),
+      security_(std::move(security)) {}
 
 route_result api::handle(const http_request& req, responder respond) {
   std::string_view path = req.path;
   const bool get = req.method == "GET" || req.method == "HEAD";
+  // Open routes: liveness, and webhooks, whose URL token is their credential.
+  if (path == "/healthz") {
+    if (!get) return {method_not_allowed("GET"), {}};
+    return {http_response{200, "{\"status\":\"ok\"}", "application/json", {}, {}}, {}};
+  }
+  if (auto token = segment_between(path, "/webhooks/resource-updated/", ""); !token.empty()) {
+    if (req.method == "POST") return fire_webhook(std::string(token), req, std::move(respond));
+    return {method_not_allowed("POST"), {}};
+  }
+  if (req.method == "OPTIONS") return {preflight(req), {}};
+
+  auto admitted = security_.auth.authenticate(req);
+  if (!admitted.auth) {
+    security_.audit.record_denial({{"reason", core::token_problem_name(admitted.problem)},
+                                   {"method", req.method},
+                                   {"route", req.path.substr(0, 64)},
+                                   {"status", admitted.status}});
+    auto r = error_response(admitted.status, admitted.error);
+    r.headers.emplace_back("WWW-Authenticate", "Bearer realm=\"tidings\", error=\"invalid_token\"");
+    return {std::move(r), {}};
+  }
+  const auto& who = admitted.auth;
+  const auto* origin = req.header("origin");
+  if (!origin || who->anonymous) return route(req, who, std::move(respond));
+  if (!origin_allowed(who, *origin))
+    return {forbidden(who, req, "origin '" + *origin + "' is not allowed"), {}};
+  auto headers = cors_headers(*origin);
+  auto result = route(req, who, [respond = std::move(respond), headers](http_response r) {
+    add_headers(r, headers);
+    respond(std::move(r));
+  });
+  if (result.response) add_headers(*result.response, headers);
+  if (result.sse)
+    for (const auto& [k, v] : headers) result.sse->extra_headers += k + ": " + v + "\r\n";
+  return result;
+}
+
+route_result api::route(const http_request& req, const caller& who, responder respond) {
+  std::string_view path = req.path;
+  const bool get = req.method == "GET" || req.method == "HEAD";
 
   if (auto name = segment_between(path, "/v1/streams/", "/events"); !name.empty()) {
-    if (req.method == "POST") return publish(std::string(name), req, std::move(respond));
-    if (get) return {history(std::string(name), req), {}};
+    if (req.method == "POST") return publish(std::string(name), req, who, std::move(respond));
+    if (get) return {history(std::string(name), req, who), {}};
     return {method_not_allowed("GET, POST"), {}};
   }
   if (path == "/v1/streams" || path == "/v1/streams/") {
-    if (get) return {list_streams(), {}};
+    if (get) return {list_streams(who), {}};
     return {method_not_allowed("GET"), {}};
   }
   if (auto name = segment_between(path, "/v1/streams/", ""); !name.empty()) {
-    if (get) return {get_stream(std::string(name)), {}};
+    if (get) return {get_stream(std::string(name), who), {}};
     return {method_not_allowed("GET"), {}};
   }
   if (path == "/v1/watches" || path == "/v1/watches/") {
-    if (req.method == "POST") return start_watch(req, std::move(respond));
-    if (get) return list_watches(std::nullopt, std::move(respond));
+    if (req.method == "POST") return start_watch(req, who, std::move(respond));
+    if (get) return list_watches(std::nullopt, who, std::move(respond));
     return {method_not_allowed("GET, POST"), {}};
   }
   if (auto name = segment_between(path, "/v1/watches/", ""); !name.empty()) {
-    if (get) return list_watches(std::string(name), std::move(respond));
-    if (req.method == "DELETE") return stop_watch(std::string(name), std::move(respond));
+    if (get) return list_watches(std::string(name), who, std::move(respond));
+    if (req.method == "DELETE") return stop_watch(std::string(name), who, std::move(respond));
     return {method_not_allowed("GET, DELETE"), {}};
   }
   if (path == "/v1/sse") {
-    if (req.method == "GET") return open_sse(req, std::move(respond));
+    if (req.method == "GET") return open_sse(req, who, std::move(respond));
     return {method_not_allowed("GET"), {}};
   }
+  const bool sources_route = path == "/v1/resources" || path == "/v1/resources/" ||
+                             path == "/v1/resources/read" || path == "/v1/sources" || path == "/v1/sources/";
+  // Upstream resources are the node's, shared by its tenants; reading
+  // them takes a read grant on every source stream ("src:*" or "*").
+  if (sources_route && !who->who.read.covers_prefix("src:*", ""))
+    return {forbidden(who, req, "reading upstream resources needs a read grant on src:*"), {}};
   if (path == "/v1/resources" || path == "/v1/resources/") {
     if (get) return list_resources(std::move(respond));
     return {method_not_allowed("GET"), {}};
@@ -70,16 +133,19 @@ route_result api::handle(const http_request& req, responder respond) {
     return {method_not_allowed("GET"), {}};
   }
   if (path == "/v1/sources" || path == "/v1/sources/") {
-    if (get) return list_sources(std::move(respond));
+    if (get) return list_sources(who, std::move(respond));
     return {method_not_allowed("GET"), {}};
   }
-  if (auto token = segment_between(path, "/webhooks/resource-updated/", ""); !token.empty()) {
-    if (req.method == "POST") return fire_webhook(std::string(token), req, std::move(respond));
-    return {method_not_allowed("POST"), {}};
-  }
-  if (path == "/healthz") {
-    if (!get) return {method_not_allowed("GET"), {}};
-    return {http_response{200, "{\"status\":\"ok\"}", "application/json", {}, {}}, {}};
+  if (path.starts_with("/admin/")) {
+    if (!who->who.admin) return {forbidden(who, req, "the admin API needs a token with tidings.admin"), {}};
+    if (path == "/admin/v1/tokens/revoke") {
+      if (req.method == "POST") return revoke_tokens(req, who);
+      return {method_not_allowed("POST"), {}};
+    }
+    if (path == "/admin/v1/reload") {
+      if (req.method == "POST") return reload_config(who);
+      return {method_not_allowed("POST"), {}};
+    }
   }
   if (path == "/readyz") {
     if (!get) return {method_not_allowed("GET"), {}};
@@ -87,6 +153,56 @@ route_result api::handle(const http_request& req, responder respond) {
     return {http_response{200, "{\"status\":\"ready\"}", "application/json", {}, {}}, {}};
   }
   return {error_response(404, "no such route: " + req.method + " " + req.path), {}};
+}
+
+http_response api::forbidden(const caller& who, const http_request& req, const std::string& what) {
+  security_.audit.record_denial({{"reason", "forbidden"},
+                                 {"tenant", who->who.tenant},
+                                 {"sub", who->who.subject},
+                                 {"method", req.method},
+                                 {"route", req.path.substr(0, 64)},
+                                 {"status", 403}});
+  return error_response(403, what);
+}
+
+tenant_limits api::limits_of(const caller& who) const {
+  if (who->anonymous) {
+    // One trusted local tenant: only the node's own limits apply.
+    tenant_limits l;
+    l.sse_sessions = l.sse_sessions_per_subject = SIZE_MAX;
+    l.watches = cfg_.watches.max_watches_per_tenant;
+    l.publish_rate = l.publish_burst = 0;  // 0: no rate limit
+    l.max_body_bytes = cfg_.max_body_bytes;
+    return l;
+  }
+  auto table = security_.auth.tenants();
+  if (const auto* t = table->find(who->who.tenant)) return t->limits;
+  return {};
+}
+
+bool api::origin_allowed(const caller& who, const std::string& origin) const {
+  auto table = security_.auth.tenants();
+  const auto* t = table->find(who->who.tenant);
+  return t &&
+         std::find(t->allowed_origins.begin(), t->allowed_origins.end(), origin) != t->allowed_origins.end();
+}
+
+http_response api::preflight(const http_request& req) const {
+  const auto* origin = req.header("origin");
+  if (!origin) return error_response(400, "OPTIONS is answered for CORS preflight requests only (no Origin)");
+  // No token comes with a preflight: any tenant's origin may ask; the
+  // request itself is checked against its own tenant's list.
+  bool known = false;
+  for (const auto& t : security_.auth.tenants()->tenants)
+    known = known ||
+            std::find(t.allowed_origins.begin(), t.allowed_origins.end(), *origin) != t.allowed_origins.end();
+  if (!known) return error_response(403, "origin '" + *origin + "' is not allowed");
+  http_response r{204, "", "application/json", cors_headers(*origin), {}};
+  r.headers.emplace_back("Access-Control-Allow-Methods", "GET, POST, DELETE");
+  r.headers.emplace_back("Access-Control-Allow-Headers",
+                         "Authorization, Content-Type, Idempotency-Key, Last-Event-ID");
+  r.headers.emplace_back("Access-Control-Max-Age", "600");
+  return r;
 }
 
 }  // namespace tidings::broker

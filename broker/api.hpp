@@ -11,8 +11,11 @@
 #include "actors/hub_registry.hpp"
 #include "actors/source_registry_actor.hpp"
 #include "actors/watch_actors.hpp"
+#include "broker/audit_log.hpp"
+#include "broker/auth_service.hpp"
 #include "broker/config.hpp"
 #include "broker/http_types.hpp"
+#include "broker/usage_limits.hpp"
 #include "persistence/store.hpp"
 #include "relay/sse_options.hpp"
 #include "sources/source_loop.hpp"
@@ -27,10 +30,24 @@ struct route_result {
   // neither: `respond` will be called (from any thread)
 };
 
+// What a route needs besides the request: the caller's admitted credential.
+using caller = session_auth_ptr;
+
+// Security services the routes use, owned by the node.
+struct api_security {
+  auth_service& auth;
+  usage_limits& limits;
+  audit_log& audit;
+  // Re-reads the config file and applies what can change live; the reply
+  // body, or an error for a 4xx/5xx.
+  std::function<std::pair<unsigned, nlohmann::json>()> reload;
+};
+
 class api {
  public:
   api(actors::hub_registry& hubs, actors::watch_manager_actor watches, persistence::store& store,
-      const config& cfg, sources::source_loop& loop, actors::source_registry_actor sources);
+      const config& cfg, sources::source_loop& loop, actors::source_registry_actor sources,
+      api_security security);
 
   route_result handle(const http_request& req, responder respond);
 
@@ -38,23 +55,37 @@ class api {
   bool draining() const { return draining_; }
 
  private:
-  route_result publish(const std::string& stream, const http_request& req, responder respond);
-  http_response history(const std::string& stream, const http_request& req);
-  http_response list_streams();
-  http_response get_stream(const std::string& stream);
-  route_result open_sse(const http_request& req, responder respond);
+  route_result route(const http_request& req, const caller& who, responder respond);
+  route_result publish(const std::string& stream, const http_request& req, const caller& who,
+                       responder respond);
+  http_response history(const std::string& stream, const http_request& req, const caller& who);
+  http_response list_streams(const caller& who);
+  http_response get_stream(const std::string& stream, const caller& who);
+  route_result open_sse(const http_request& req, const caller& who, responder respond);
   // Subscribes the session's uri= sources, then answers with the session.
-  route_result open_sse_with_sources(relay::sse_request out, std::vector<std::string> uris,
+  route_result open_sse_with_sources(relay::sse_request out, std::vector<std::string> uris, caller who,
                                      responder respond);
+  // The session's guard, built once every stream is known.
+  void guard_session(relay::sse_request& out, const caller& who) const;
   // GET /v1/resources, /v1/resources/read, /v1/sources; POST /webhooks/...
   route_result list_resources(responder respond);
   route_result read_resource(const http_request& req, responder respond);
-  route_result list_sources(responder respond);
+  route_result list_sources(const caller& who, responder respond);
   route_result fire_webhook(const std::string& token, const http_request& req, responder respond);
-  route_result start_watch(const http_request& req, responder respond);
+  route_result start_watch(const http_request& req, const caller& who, responder respond);
   // All of the tenant's watches, or the one named.
-  route_result list_watches(std::optional<std::string> name, responder respond);
-  route_result stop_watch(const std::string& name, responder respond);
+  route_result list_watches(std::optional<std::string> name, const caller& who, responder respond);
+  route_result stop_watch(const std::string& name, const caller& who, responder respond);
+  // /admin/v1/tokens/revoke, /admin/v1/reload
+  route_result revoke_tokens(const http_request& req, const caller& who);
+  route_result reload_config(const caller& who);
+
+  // 403 with an audit line; `what` says which grant was missing.
+  http_response forbidden(const caller& who, const http_request& req, const std::string& what);
+  tenant_limits limits_of(const caller& who) const;
+  // CORS preflight (OPTIONS): allowed for any configured tenant's origins.
+  http_response preflight(const http_request& req) const;
+  bool origin_allowed(const caller& who, const std::string& origin) const;
 
   actors::hub_registry& hubs_;
   actors::watch_manager_actor watches_;
@@ -62,6 +93,7 @@ class api {
   const config& cfg_;
   sources::source_loop& loop_;
   actors::source_registry_actor sources_;
+  api_security security_;
   std::atomic<bool> draining_{false};
 };
 

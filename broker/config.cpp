@@ -41,10 +41,8 @@ std::optional<std::string> set_listen(config& c, const std::string& v) {
   if (host.size() > 2 && host.front() == '[' && host.back() == ']') host = host.substr(1, host.size() - 2);
   auto port = parse_number<std::uint16_t>(v.substr(colon + 1), 0, 65535);
   if (host.empty() || !port) return "must be HOST:PORT with a port from 0 to 65535";
-  // Auth does not exist yet, so anything but loopback would serve every
-  // stream to anyone who can reach the port.
-  if (!is_loopback(host))
-    return "refusing to listen on " + host + ": only loopback is allowed until auth is configured";
+  // Checked again once the whole config is read: without tenants (no auth)
+  // anything but loopback would serve every stream to anyone.
   c.listen_host = host == "localhost" ? "127.0.0.1" : host;
   c.listen_port = *port;
   return std::nullopt;
@@ -89,6 +87,19 @@ const std::map<std::string, setter>& setters() {
        number<std::size_t>(64, 64ULL << 20, [](config& c, std::size_t v) { c.max_body_bytes = v; })},
       {"max-header-bytes",
        number<std::size_t>(1024, 1 << 20, [](config& c, std::size_t v) { c.max_header_bytes = v; })},
+      {"max-header-count",
+       number<std::size_t>(1, 10'000, [](config& c, std::size_t v) { c.max_header_count = v; })},
+      {"idle-timeout-ms",
+       number<std::int64_t>(
+           10, 3'600'000, [](config& c, std::int64_t v) { c.idle_timeout = std::chrono::milliseconds(v); })},
+      {"header-timeout-ms",
+       number<std::int64_t>(
+           10, 600'000, [](config& c, std::int64_t v) { c.header_timeout = std::chrono::milliseconds(v); })},
+      {"max-connections",
+       number<std::size_t>(1, 1'000'000, [](config& c, std::size_t v) { c.max_connections = v; })},
+      {"max-connections-per-address",
+       number<std::size_t>(1, 1'000'000,
+                           [](config& c, std::size_t v) { c.max_connections_per_address = v; })},
       {"io-threads", number<std::size_t>(1, 64, [](config& c, std::size_t v) { c.io_threads = v; })},
       {"drain-ms",
        number<std::int64_t>(0, 600'000,
@@ -110,6 +121,12 @@ const std::map<std::string, setter>& setters() {
            1, 60'000, [](config& c, std::int64_t v) { c.source_backoff = std::chrono::milliseconds(v); })},
       {"watch-queue-frames",
        number<std::size_t>(1, 1'000'000, [](config& c, std::size_t v) { c.watches.max_queued_frames = v; })},
+      {"audit-log",
+       [](config& c, const std::string& v) -> std::
+                                               optional<std::string> {
+                                                 c.audit_log = v;
+                                                 return std::nullopt;
+                                               }},
       {"verbose",
        [](config& c, const std::string& v) -> std::
                                                optional<std::string> {
@@ -148,6 +165,10 @@ std::optional<std::string> apply_file(config& c, const std::string& path) {
       if (auto err = parse_upstreams(kv.second, &c.upstreams)) return "config file " + path + ": " + *err;
       continue;
     }
+    if (key == "tenants") {
+      if (auto err = parse_tenants(kv.second, &c.tenants)) return "config file " + path + ": " + *err;
+      continue;
+    }
     if (!kv.second.IsScalar()) {
       std::string err = "config file ";
       err.append(path).append(": ").append(key).append(" must be a single value");
@@ -160,6 +181,21 @@ std::optional<std::string> apply_file(config& c, const std::string& path) {
 
 }  // namespace
 
+std::map<std::string, std::string> file_settings(const std::string& path) {
+  std::map<std::string, std::string> out;
+  try {
+    auto root = YAML::LoadFile(path);
+    if (!root.IsMap()) return out;
+    for (const auto& kv : root) {
+      auto key = kv.first.as<std::string>();
+      if (key != "tenants") out[key] = YAML::Dump(kv.second);
+    }
+  } catch (const std::exception&) {
+    // Unreadable: reported by the parse that goes with it.
+  }
+  return out;
+}
+
 std::size_t default_io_threads() {
   return std::max<std::size_t>(1, std::thread::hardware_concurrency() / 2);
 }
@@ -169,12 +205,16 @@ std::string usage() {
          "                [--durability sync|batch|none] [--retention-events N]\n"
          "                [--retention-age-ms MS] [--heartbeat-ms MS] [--queue-frames N]\n"
          "                [--queue-bytes N] [--ring-events N] [--max-body-bytes N]\n"
-         "                [--max-header-bytes N] [--io-threads N] [--drain-ms MS]\n"
+         "                [--max-header-bytes N] [--max-header-count N]\n"
+         "                [--idle-timeout-ms MS] [--header-timeout-ms MS]\n"
+         "                [--max-connections N] [--max-connections-per-address N]\n"
+         "                [--io-threads N] [--drain-ms MS]\n"
          "                [--coalesce-us US] [--max-unknown-streams N] [--max-watches N]\n"
          "                [--filter-budget-ms MS] [--filter-max-instructions N]\n"
          "                [--filter-memory-mb MB] [--watch-queue-frames N]\n"
-         "                [--source-backoff-ms MS] [--verbose]\n"
-         "Upstream sources are configured in the config file's upstreams: section.\n";
+         "                [--source-backoff-ms MS] [--audit-log FILE|-] [--verbose]\n"
+         "Upstream sources are configured in the config file's upstreams: section,\n"
+         "tenants and their token keys in its tenants: section (docs/security.md).\n";
 }
 
 parse_outcome parse_config(const std::vector<std::string>& args) {
@@ -200,13 +240,38 @@ parse_outcome parse_config(const std::vector<std::string>& args) {
     }
     if (key == "config") {
       if (auto err = apply_file(c, value)) return {std::nullopt, *err};
+      c.config_path = value;
+      c.file_settings = file_settings(value);
     } else {
       flags.emplace_back(key, value);
     }
   }
   for (auto& [key, value] : flags)
     if (auto err = apply(c, key, value, "--" + key)) return {std::nullopt, *err};
+  if (c.tenants.empty() && !is_loopback(c.listen_host))
+    return {std::nullopt,
+            "refusing to listen on " + c.listen_host +
+                ": without tenants (no auth) only loopback is allowed; configure tenants: first"};
+  if (c.audit_log.empty()) c.audit_log = c.data_dir + "/audit.ndjson";
   return {c, {}};
+}
+
+std::optional<std::string> reload_tenants(const std::string& path, const config& running,
+                                          std::vector<tenant_spec>* tenants,
+                                          std::vector<std::string>* restart_needed) {
+  if (path.empty()) return "the node was started without --config; there is nothing to reload";
+  config fresh;
+  if (auto err = apply_file(fresh, path)) return err;
+  *tenants = std::move(fresh.tenants);
+  // Everything else is read once at start; say which of those changed.
+  auto now = file_settings(path);
+  for (const auto& [key, text] : now) {
+    auto it = running.file_settings.find(key);
+    if (it == running.file_settings.end() || it->second != text) restart_needed->push_back(key);
+  }
+  for (const auto& [key, text] : running.file_settings)
+    if (!now.contains(key)) restart_needed->push_back(key);
+  return std::nullopt;
 }
 
 }  // namespace tidings::broker

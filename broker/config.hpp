@@ -5,11 +5,13 @@
 
 #include <chrono>
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "actors/watch_types.hpp"
+#include "broker/tenant_config.hpp"
 #include "broker/upstream_config.hpp"
 #include "core/retention.hpp"
 #include "persistence/store.hpp"
@@ -30,6 +32,12 @@ struct config {
   std::size_t max_unknown_streams = 10000;
   std::size_t max_body_bytes = 1 << 20;
   std::size_t max_header_bytes = 16 << 10;
+  // The front door's deadlines and connection limits (broker::http_limits).
+  std::size_t max_header_count = 100;
+  std::chrono::milliseconds idle_timeout{60000};
+  std::chrono::milliseconds header_timeout{10000};
+  std::size_t max_connections = 10000;
+  std::size_t max_connections_per_address = 256;
   // Half the cores (at least one): the hubs, the group committer and the
   // kernel's loopback and TCP work need the rest. Measured in
   // docs/performance.md: on 2 cores one I/O thread delivers 1.3-1.5x more.
@@ -42,7 +50,25 @@ struct config {
   // The first resubscribe wait; each of the 5 attempts doubles it (1, 2, 4, 8, 16 s).
   std::chrono::milliseconds source_backoff{1000};
   bool verbose = false;
+  // Tenants and their token keys (the config file's `tenants:` section).
+  // None: the single tenant `default`, no auth, loopback only.
+  std::vector<tenant_spec> tenants;
+  // The audit trail (NDJSON); empty: <data-dir>/audit.ndjson, "-": stderr.
+  std::string audit_log;
+  // The file given with --config, re-read on SIGHUP or POST /admin/v1/reload.
+  std::string config_path;
+  // The file's settings other than tenants, as read at start (YAML text).
+  std::map<std::string, std::string> file_settings;
 };
+
+std::map<std::string, std::string> file_settings(const std::string& path);
+
+// Re-reads `path` for what a reload may change (tenants, keys, limits,
+// origins, scopes); on success *tenants is replaced and *restart_needed
+// lists the other settings whose value differs from `running`.
+std::optional<std::string> reload_tenants(const std::string& path, const config& running,
+                                          std::vector<tenant_spec>* tenants,
+                                          std::vector<std::string>* restart_needed);
 
 struct parse_outcome {
   std::optional<config> cfg;  // nullopt: see error, or help was asked for

@@ -1,12 +1,19 @@
 #include "broker/http_server.hpp"
 
 #include <algorithm>
+#include <atomic>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>
+#include <boost/asio/write.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
 #include <cctype>
+#include <iterator>
+#include <map>
+#include <mutex>
+#include <sstream>
+#include <utility>
 
 #include "logging/log.hpp"
 #include "relay/sse_session.hpp"
@@ -20,6 +27,134 @@ using tcp = net::ip::tcp;
 
 namespace {
 
+// Bytes asked for by the read that waits for a request's first byte (the
+// buffer, empty then, holds at least max_header_bytes + 4096).
+constexpr std::size_t first_read_bytes = 4096;
+// A refused connection's 429 is a few hundred bytes into an empty socket
+// buffer; this only bounds a peer that never reads.
+constexpr std::chrono::seconds refusal_write_deadline{1};
+// Refusals come in floods: at most one log line per this interval.
+constexpr std::chrono::seconds refusal_log_interval{1};
+
+enum class refusal { none, node, address };
+
+// Open connections per node and per client address. Counts are taken on the
+// accepting thread and released on whichever I/O thread ends the connection
+// (or the SSE session it became), hence the atomic and the mutex. Shared with
+// every slot it hands out, since a slot can outlive the server.
+class connection_table : public std::enable_shared_from_this<connection_table> {
+ public:
+  connection_table(std::size_t max_total, std::size_t max_per_address)
+      : max_total_(max_total), max_per_address_(max_per_address) {}
+
+  struct acquired {
+    std::shared_ptr<const void> slot;  // releases the counts when the last copy goes
+    refusal refused = refusal::none;
+  };
+
+  acquired acquire(const net::ip::address& address) {
+    if (total_.fetch_add(1, std::memory_order_relaxed) >= max_total_) {
+      total_.fetch_sub(1, std::memory_order_relaxed);
+      return {nullptr, refusal::node};
+    }
+    {
+      std::lock_guard lock(mutex_);
+      auto& open = per_address_[address];
+      if (open >= max_per_address_) {
+        total_.fetch_sub(1, std::memory_order_relaxed);
+        return {nullptr, refusal::address};
+      }
+      ++open;
+    }
+    return {std::make_shared<const slot>(shared_from_this(), address), refusal::none};
+  }
+
+  // Logs the first refusal, then at most one line per interval carrying how
+  // many were refused since the last line: a flood must not flood the log.
+  void note_refusal(refusal why, const net::ip::address& address) {
+    std::uint64_t refused = 0;
+    {
+      std::lock_guard lock(log_mutex_);
+      ++refused_since_log_;
+      auto now = std::chrono::steady_clock::now();
+      if (last_log_ && now - *last_log_ < refusal_log_interval) return;
+      last_log_ = now;
+      refused = std::exchange(refused_since_log_, 0);
+    }
+    bool node = why == refusal::node;
+    logging::warn("http.connection_refused",
+                  {{"reason", node ? "max_connections" : "max_connections_per_address"},
+                   {"address", address.to_string()},
+                   {"limit", static_cast<std::uint64_t>(node ? max_total_ : max_per_address_)},
+                   {"refused", refused}});
+  }
+
+ private:
+  class slot {
+   public:
+    slot(std::shared_ptr<connection_table> table, net::ip::address address)
+        : table_(std::move(table)), address_(address) {}
+    ~slot() { table_->release(address_); }
+    slot(const slot&) = delete;
+    slot& operator=(const slot&) = delete;
+
+   private:
+    std::shared_ptr<connection_table> table_;
+    net::ip::address address_;
+  };
+
+  void release(const net::ip::address& address) {
+    {
+      std::lock_guard lock(mutex_);
+      auto it = per_address_.find(address);
+      if (it != per_address_.end() && --it->second == 0) per_address_.erase(it);
+    }
+    total_.fetch_sub(1, std::memory_order_relaxed);
+  }
+
+  const std::size_t max_total_;
+  const std::size_t max_per_address_;
+  std::atomic<std::size_t> total_{0};
+  std::mutex mutex_;
+  std::map<net::ip::address, std::size_t> per_address_;
+  std::mutex log_mutex_;
+  std::optional<std::chrono::steady_clock::time_point> last_log_;
+  std::uint64_t refused_since_log_ = 0;
+};
+
+// The whole 429 a refused connection gets, serialized once.
+std::shared_ptr<const std::string> refusal_reply(const std::string& message) {
+  auto r = error_response(429, message);
+  http::response<http::string_body> res{http::status::too_many_requests, 11};
+  res.set(http::field::server, "tidings");
+  res.set(http::field::content_type, r.content_type);
+  res.set(http::field::retry_after, "1");
+  res.body() = std::move(r.body);
+  res.keep_alive(false);
+  res.prepare_payload();
+  std::ostringstream out;
+  out << res;
+  return std::make_shared<const std::string>(std::move(out).str());
+}
+
+// Writes the prepared 429 and closes, reading nothing: the connection was
+// never counted and costs the node only this one write.
+void refuse(tcp::socket socket, std::shared_ptr<const std::string> reply) {
+  auto stream = std::make_shared<beast::tcp_stream>(std::move(socket));
+  stream->expires_after(refusal_write_deadline);
+  net::async_write(*stream, net::buffer(*reply), [stream, reply](beast::error_code, std::size_t) {
+    beast::error_code ec;
+    stream->socket().shutdown(tcp::socket::shutdown_send, ec);
+    stream->close();
+  });
+}
+
+// The peer went away or a deadline passed: nothing left to answer.
+bool is_disconnect(const beast::error_code& ec) {
+  return ec == http::error::end_of_stream || ec == net::error::eof || ec == beast::error::timeout ||
+         ec == net::error::connection_reset || ec == net::error::operation_aborted;
+}
+
 // Maps a Beast parse failure to the status the client should see.
 http_response parse_error_response(const beast::error_code& ec, const http_limits& limits) {
   if (ec == http::error::body_limit)
@@ -32,11 +167,21 @@ http_response parse_error_response(const beast::error_code& ec, const http_limit
   return error_response(400, "malformed HTTP request: " + ec.message());
 }
 
+// One connection's request loop. Each request is read in three phases, each
+// under its own deadline:
+//
+//   do_read --(first byte, idle_timeout)--> read_header --(header block,
+//   header_timeout)--> on_header --(body, idle_timeout)--> on_request
+//      ^                                                        |
+//      +------------- reply written, keep-alive -----------------+
+//
+// A pipelined request already in the buffer skips the first phase.
 class http_connection : public std::enable_shared_from_this<http_connection> {
  public:
-  http_connection(tcp::socket socket, relay::io_shard& shard, api& routes, const http_limits& limits,
-                  const relay::sse_options& sse)
+  http_connection(tcp::socket socket, std::shared_ptr<const void> slot, relay::io_shard& shard, api& routes,
+                  const http_limits& limits, const relay::sse_options& sse)
       : stream_(std::move(socket)),
+        slot_(std::move(slot)),
         shard_(shard),
         routes_(routes),
         limits_(limits),
@@ -50,17 +195,48 @@ class http_connection : public std::enable_shared_from_this<http_connection> {
     parser_.emplace();
     parser_->header_limit(static_cast<std::uint32_t>(limits_.max_header_bytes));
     parser_->body_limit(limits_.max_body_bytes);
+    // The next request has begun arriving already: its header clock runs now.
+    if (buffer_.size() > 0) return read_header();
     stream_.expires_after(limits_.idle_timeout);
-    http::async_read(stream_, buffer_, *parser_,
-                     [self = shared_from_this()](beast::error_code ec, std::size_t) { self->on_read(ec); });
+    stream_.async_read_some(
+        buffer_.prepare(first_read_bytes),
+        [self = shared_from_this()](beast::error_code ec, std::size_t n) { self->on_first_bytes(ec, n); });
   }
 
-  void on_read(beast::error_code ec) {
-    if (ec == http::error::end_of_stream || ec == net::error::eof || ec == beast::error::timeout ||
-        ec == net::error::connection_reset || ec == net::error::operation_aborted)
-      return close();
-    if (ec) return reply(parse_error_response(ec, limits_), false);
+  void on_first_bytes(beast::error_code ec, std::size_t n) {
+    if (ec) return close();
+    buffer_.commit(n);
+    read_header();
+  }
 
+  void read_header() {
+    stream_.expires_after(limits_.header_timeout);
+    http::async_read_header(
+        stream_, buffer_, *parser_,
+        [self = shared_from_this()](beast::error_code ec, std::size_t) { self->on_header(ec); });
+  }
+
+  void on_header(beast::error_code ec) {
+    if (is_disconnect(ec)) return close();
+    if (ec) return reply(parse_error_response(ec, limits_), false);
+    auto& msg = parser_->get();
+    if (static_cast<std::size_t>(std::distance(msg.begin(), msg.end())) > limits_.max_header_count)
+      return reply(error_response(431, "header block over the limit of " +
+                                           std::to_string(limits_.max_header_count) + " fields"),
+                   false);
+    if (parser_->is_done()) return on_request();
+    stream_.expires_after(limits_.idle_timeout);
+    http::async_read(stream_, buffer_, *parser_,
+                     [self = shared_from_this()](beast::error_code ec, std::size_t) { self->on_body(ec); });
+  }
+
+  void on_body(beast::error_code ec) {
+    if (is_disconnect(ec)) return close();
+    if (ec) return reply(parse_error_response(ec, limits_), false);
+    on_request();
+  }
+
+  void on_request() {
     auto& msg = parser_->get();
     http_request req;
     req.method = std::string(msg.method_string());
@@ -97,6 +273,8 @@ class http_connection : public std::enable_shared_from_this<http_connection> {
   void upgrade(relay::sse_request request) {
     // The connection now belongs to the SSE session for good.
     stream_.expires_never();
+    // The session keeps the connection's place in the counts.
+    request.holds.push_back(std::move(slot_));
     auto session =
         std::make_shared<relay::sse_session>(shard_, stream_.release_socket(), std::move(request), sse_);
     session->start();
@@ -126,6 +304,7 @@ class http_connection : public std::enable_shared_from_this<http_connection> {
   }
 
   beast::tcp_stream stream_;
+  std::shared_ptr<const void> slot_;  // this connection's place in the counts
   relay::io_shard& shard_;
   api& routes_;
   const http_limits& limits_;
@@ -140,37 +319,66 @@ class http_connection : public std::enable_shared_from_this<http_connection> {
 
 struct http_server::impl : std::enable_shared_from_this<http_server::impl> {
   impl(std::vector<std::shared_ptr<relay::io_shard>> s, api& r, http_limits l, const relay::sse_options& o)
-      : shards(std::move(s)), routes(r), limits(l), sse(o), acceptor(shards.front()->context()) {}
+      : shards(std::move(s)),
+        routes(r),
+        limits(l),
+        sse(o),
+        acceptor(shards.front()->context()),
+        connections(std::make_shared<connection_table>(l.max_connections, l.max_connections_per_address)),
+        node_full(refusal_reply("too many connections on this node (limit " +
+                                std::to_string(l.max_connections) + ")")),
+        address_full(refusal_reply("too many connections from this address (limit " +
+                                   std::to_string(l.max_connections_per_address) + ")")) {}
+
+  // Runs on the accepting thread; the connection then lives on `shard`.
+  void admit(tcp::socket socket, relay::io_shard& shard) {
+    beast::error_code ec;
+    auto peer = socket.remote_endpoint(ec);
+    if (ec) return;  // gone already: dropping the socket closes it
+    auto taken = connections->acquire(peer.address());
+    if (taken.refused != refusal::none) {
+      connections->note_refusal(taken.refused, peer.address());
+      auto reply = taken.refused == refusal::node ? node_full : address_full;
+      net::post(shard.context(),
+                [socket = std::move(socket), reply]() mutable { refuse(std::move(socket), reply); });
+      return;
+    }
+    // Weak: a connection posted to a stopped context must not keep the
+    // server alive.
+    net::post(shard.context(), [weak = weak_from_this(), &shard, socket = std::move(socket),
+                                slot = std::move(taken.slot)]() mutable {
+      if (auto server = weak.lock())
+        std::make_shared<http_connection>(std::move(socket), std::move(slot), shard, server->routes,
+                                          server->limits, server->sse)
+            ->start();
+    });
+  }
 
   void accept() {
     auto& shard = *shards[next++ % shards.size()];
     // Weak: a pending accept left in a stopped context must not keep the
     // server (which holds the shards, which hold that context) alive.
-    acceptor.async_accept(
-        shard.context(), [weak = weak_from_this(), &shard](beast::error_code ec, tcp::socket socket) {
-          auto self = weak.lock();
-          if (!self || ec == net::error::operation_aborted || !self->acceptor.is_open()) return;
-          if (!ec) {
-            // The socket lives on `shard`'s context; start it there.
-            net::post(shard.context(), [weak, &shard, socket = std::move(socket)]() mutable {
-              if (auto server = weak.lock())
-                std::make_shared<http_connection>(std::move(socket), shard, server->routes, server->limits,
-                                                  server->sse)
-                    ->start();
-            });
-          } else {
-            // Out of descriptors or buffers: retrying at once would spin this
-            // thread and starve its sessions, so wait a little first.
-            logging::warn("http.accept_failed", {{"error", ec.message()}});
-            self->retry.expires_after(std::chrono::milliseconds(100));
-            self->retry.async_wait([weak](beast::error_code wait_ec) {
-              auto again = weak.lock();
-              if (again && !wait_ec && again->acceptor.is_open()) again->accept();
-            });
-            return;
-          }
-          self->accept();
-        });
+    acceptor.async_accept(shard.context(),
+                          [weak = weak_from_this(), &shard](beast::error_code ec, tcp::socket socket) {
+                            if (auto self = weak.lock()) self->on_accept(ec, std::move(socket), shard);
+                          });
+  }
+
+  void on_accept(beast::error_code ec, tcp::socket socket, relay::io_shard& shard) {
+    if (ec == net::error::operation_aborted || !acceptor.is_open()) return;
+    if (ec) {
+      // Out of descriptors or buffers: retrying at once would spin this
+      // thread and starve its sessions, so wait a little first.
+      logging::warn("http.accept_failed", {{"error", ec.message()}});
+      retry.expires_after(std::chrono::milliseconds(100));
+      retry.async_wait([weak = weak_from_this()](beast::error_code wait_ec) {
+        auto again = weak.lock();
+        if (again && !wait_ec && again->acceptor.is_open()) again->accept();
+      });
+      return;
+    }
+    admit(std::move(socket), shard);
+    accept();
   }
 
   std::vector<std::shared_ptr<relay::io_shard>> shards;
@@ -178,6 +386,9 @@ struct http_server::impl : std::enable_shared_from_this<http_server::impl> {
   http_limits limits;
   const relay::sse_options& sse;
   tcp::acceptor acceptor;
+  std::shared_ptr<connection_table> connections;
+  std::shared_ptr<const std::string> node_full;     // the 429 past max_connections
+  std::shared_ptr<const std::string> address_full;  // the 429 past max_connections_per_address
   net::steady_timer retry{acceptor.get_executor()};
   std::size_t next = 0;
 };

@@ -2,10 +2,15 @@
 
 // The front door: accepts connections on one port and spreads them over the
 // I/O shards round-robin. Each connection reads requests (bounded header and
-// body, idle timeout), routes them, and writes replies while keep-alive; an
-// SSE request hands its socket over to a relay::sse_session on the same shard.
+// body, each phase under its own deadline), routes them, and writes replies
+// while keep-alive; an SSE request hands its socket over to a
+// relay::sse_session on the same shard. Open connections, SSE sessions
+// included, are counted per node and per client address; past either limit a
+// new connection gets a 429 and is closed without being read.
 // All Boost.Beast code lives behind this header, in one translation unit.
 
+#include <chrono>
+#include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -20,7 +25,17 @@ namespace tidings::broker {
 struct http_limits {
   std::size_t max_header_bytes = 16 << 10;
   std::size_t max_body_bytes = 1 << 20;
-  std::chrono::seconds idle_timeout{60};
+  std::size_t max_header_count = 100;  // fields in one header block; past it 431
+  // Waiting for the first byte of a request (also between keep-alive
+  // requests); it also bounds reading a request's body, and writing a reply.
+  std::chrono::milliseconds idle_timeout{60000};
+  // From the first byte of a request until its header block is complete: a
+  // client that dribbles header bytes (slowloris) is closed when it passes.
+  std::chrono::milliseconds header_timeout{10000};
+  // Open TCP connections, SSE sessions included; past either a new
+  // connection is answered 429 and closed.
+  std::size_t max_connections = 10000;
+  std::size_t max_connections_per_address = 256;
 };
 
 class http_server {

@@ -11,7 +11,11 @@
 #include "actors/hub_registry.hpp"
 #include "actors/watch_manager.hpp"
 #include "broker/api.hpp"
+#include "broker/audit_log.hpp"
+#include "broker/auth_service.hpp"
 #include "broker/http_server.hpp"
+#include "broker/session_access.hpp"
+#include "broker/usage_limits.hpp"
 #include "logging/log.hpp"
 #include "persistence/group_commit.hpp"
 #include "relay/io_shard.hpp"
@@ -21,13 +25,14 @@
 namespace tidings::broker {
 namespace {
 
-// Blocks SIGTERM and SIGINT in this thread and every thread started after,
+// Blocks SIGTERM, SIGINT and SIGHUP in this thread and every thread started after,
 // so that only the main thread's sigwait sees them.
 sigset_t block_stop_signals() {
   sigset_t set;
   sigemptyset(&set);
   sigaddset(&set, SIGTERM);
   sigaddset(&set, SIGINT);
+  sigaddset(&set, SIGHUP);  // reload
   pthread_sigmask(SIG_BLOCK, &set, nullptr);
   return set;
 }
@@ -75,9 +80,20 @@ int run_node(const config& cfg) {
   logging::set_min_level(cfg.verbose ? logging::level::debug : logging::level::info);
   auto signals = block_stop_signals();
 
+  if (auto err = compile_scopes(cfg.tenants)) {
+    logging::error("node.config_invalid", {{"error", *err}});
+    return 1;
+  }
   std::unique_ptr<persistence::store> store;
   if (auto s = persistence::store::open(cfg.data_dir, cfg.durability, &store); !s.ok()) {
     logging::error("node.store_failed", {{"data_dir", cfg.data_dir}, {"error", s.message()}});
+    return 1;
+  }
+  audit_log audit(cfg.audit_log);
+  if (!audit.ok()) logging::warn("node.audit_log_unwritable", {{"path", cfg.audit_log}});
+  auth_service auth(cfg.tenants, *store);
+  if (auto s = auth.load_revocations(); !s.ok()) {
+    logging::error("node.revocations_unreadable", {{"error", s.message()}});
     return 1;
   }
   persistence::group_committer committer(*store);
@@ -133,9 +149,30 @@ int run_node(const config& cfg) {
     auto watches = system.spawn(actors::watch_manager, watch_cfg);
     caf::anon_send(watches, actors::restore_atom::value);
 
-    api routes(hubs, watches, *store, cfg, source_thread, source_registry);
-    http_server server(shards, routes, {cfg.max_header_bytes, cfg.max_body_bytes, std::chrono::seconds(60)},
-                       cfg.sse);
+    // A revocation or reload reaches every live session within the second.
+    auth.on_change([&shards] {
+      for (auto& s : shards) s->recheck_sessions();
+    });
+    auto usage = std::make_shared<usage_limits>();
+    auto reload = [&cfg, &auth]() -> std::pair<unsigned, nlohmann::json> {
+      std::vector<tenant_spec> tenants;
+      std::vector<std::string> restart_needed;
+      if (auto err = reload_tenants(cfg.config_path, cfg, &tenants, &restart_needed))
+        return {400, {{"error", *err}}};
+      if (auto err = compile_scopes(tenants)) return {400, {{"error", *err}}};
+      if (auto err = auth.reload(std::move(tenants))) return {409, {{"error", *err}}};
+      logging::info("node.reloaded", {{"restart_needed", static_cast<std::uint64_t>(restart_needed.size())}});
+      return {200, {{"reloaded", true}, {"restart_needed", restart_needed}}};
+    };
+    api routes(hubs, watches, *store, cfg, source_thread, source_registry, {auth, *usage, audit, reload});
+    http_limits limits{.max_header_bytes = cfg.max_header_bytes,
+                       .max_body_bytes = cfg.max_body_bytes,
+                       .max_header_count = cfg.max_header_count,
+                       .idle_timeout = cfg.idle_timeout,
+                       .header_timeout = cfg.header_timeout,
+                       .max_connections = cfg.max_connections,
+                       .max_connections_per_address = cfg.max_connections_per_address};
+    http_server server(shards, routes, limits, cfg.sse);
     // Watches end first (without flushing: their stored positions let the
     // next start redo whatever was pending; ADR 0007).
     auto end_watches = [&] {
@@ -163,7 +200,13 @@ int run_node(const config& cfg) {
                                      {"io_threads", static_cast<std::uint64_t>(cfg.io_threads)}});
 
     int sig = 0;
-    sigwait(&signals, &sig);
+    for (;;) {
+      sigwait(&signals, &sig);
+      if (sig != SIGHUP) break;
+      auto [status, body] = reload();
+      audit.record("reload", {{"via", "SIGHUP"}, {"status", status}, {"result", body}});
+      if (status != 200) logging::warn("node.reload_failed", {{"error", body.value("error", std::string())}});
+    }
     logging::info("node.draining", {{"signal", static_cast<std::int64_t>(sig)}});
 
     routes.set_draining();

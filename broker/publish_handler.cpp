@@ -59,7 +59,8 @@ std::string cursors_body(const std::vector<core::cursor>& cursors, bool single) 
 
 }  // namespace
 
-route_result api::publish(const std::string& stream, const http_request& req, responder respond) {
+route_result api::publish(const std::string& stream, const http_request& req, const caller& who,
+                          responder respond) {
   if (core::readable_stream_name(stream) && !core::valid_stream_name(stream))
     return {error_response(
                 400, "the stream '" + stream + "' carries a watch's notices; only the watch publishes there"),
@@ -71,6 +72,13 @@ route_result api::publish(const std::string& stream, const http_request& req, re
   if (stream == actors::watch_events_stream)
     return {error_response(400, "the stream '" + stream + "' is reserved for watch lifecycle notices"), {}};
   if (draining_) return {error_response(503, "the node is draining; publish to another node or retry"), {}};
+  if (!who->who.write.covers_prefix(stream, ""))
+    return {forbidden(who, req, "the token has no write grant for stream '" + stream + "'"), {}};
+  const auto limits = limits_of(who);
+  if (req.body.size() > limits.max_body_bytes)
+    return {error_response(
+                413, "body over the tenant's limit of " + std::to_string(limits.max_body_bytes) + " bytes"),
+            {}};
 
   std::string idempotency_key;
   if (auto* key = req.header("idempotency-key")) {
@@ -102,6 +110,22 @@ route_result api::publish(const std::string& stream, const http_request& req, re
     return {error_response(400, std::string("bad event data: ") + e.what()), {}};
   }
 
+  for (const auto& ev : request->events)
+    if (!who->who.write.covers(stream, ev.path))
+      return {forbidden(who, req,
+                        "the token has no write grant for stream '" + stream + "' at path '" + ev.path + "'"),
+              {}};
+  std::chrono::milliseconds retry_after{0};
+  if (limits.publish_rate > 0 &&
+      !security_.limits.admit_publish(who->who.tenant, request->events.size(), limits, &retry_after)) {
+    auto r = error_response(429, "publish rate over the tenant's limit (" +
+                                     std::to_string(static_cast<long long>(limits.publish_rate)) +
+                                     " events/s, burst " +
+                                     std::to_string(static_cast<long long>(limits.publish_burst)) + ")");
+    r.headers.emplace_back("Retry-After",
+                           std::to_string(std::max<long long>(1, (retry_after.count() + 999) / 1000)));
+    return {std::move(r), {}};
+  }
   request->idempotency_key = std::move(idempotency_key);
   request->reply = [respond = std::move(respond), single](const actors::publish_result& r) {
     switch (r.outcome) {
@@ -116,7 +140,7 @@ route_result api::publish(const std::string& stream, const http_request& req, re
         return respond(error_response(503, "not stored: " + r.error));
     }
   };
-  caf::anon_send(hubs_.get({"default", stream}), actors::publish_atom::value, std::move(request));
+  caf::anon_send(hubs_.get({who->who.tenant, stream}), actors::publish_atom::value, std::move(request));
   return {};
 }
 

@@ -68,9 +68,9 @@ route_result api::read_resource(const http_request& req, responder respond) {
   return {};
 }
 
-route_result api::list_sources(responder respond) {
+route_result api::list_sources(const caller& who, responder respond) {
   auto req = std::make_shared<actors::source_list_request>();
-  req->tenant = "default";
+  req->tenant = who->who.tenant;
   req->reply = [respond = std::move(respond)](const std::vector<actors::source_info>& list) {
     json out = json::array();
     for (const auto& s : list) out.push_back(source_json(s));

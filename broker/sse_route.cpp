@@ -4,19 +4,17 @@
 #include <set>
 
 #include "broker/api.hpp"
+#include "broker/session_access.hpp"
 #include "core/cursor_vector.hpp"
 #include "core/watch_uri.hpp"
 
 namespace tidings::broker {
-namespace {
 
-constexpr std::size_t max_streams_per_connection = 16;
-
-}  // namespace
-
-route_result api::open_sse(const http_request& req, responder respond) {
+route_result api::open_sse(const http_request& req, const caller& who, responder respond) {
   if (draining_) return {error_response(503, "the node is draining; connect to another node"), {}};
+  const auto limits = limits_of(who);
   relay::sse_request out;
+  out.tenant = who->who.tenant;
   auto specs = req.query_all("stream");
   auto uris = req.query_all("uri");
   if (specs.empty() && uris.empty())
@@ -24,8 +22,12 @@ route_result api::open_sse(const http_request& req, responder respond) {
                            "name at least one stream or upstream resource: /v1/sse?stream=NAME[:PREFIX] or "
                            "/v1/sse?uri=URI"),
             {}};
-  if (specs.size() + uris.size() > max_streams_per_connection)
-    return {error_response(400, "at most 16 streams per connection"), {}};
+  if (specs.size() + uris.size() > limits.streams_per_session)
+    return {error_response(429, "too many streams for one session (limit " +
+                                    std::to_string(limits.streams_per_session) + ")"),
+            {}};
+  if (!uris.empty() && !who->who.read.covers_prefix("src:*", ""))
+    return {forbidden(who, req, "reading upstream resources needs a read grant on src:*"), {}};
   for (const auto& uri : uris)
     if (!core::has_uri_scheme(uri) || uri.size() > 2048)
       return {error_response(400,
@@ -40,6 +42,11 @@ route_result api::open_sse(const http_request& req, responder respond) {
               {}};
     if (!seen.insert(sel->stream).second)
       return {error_response(400, "stream '" + sel->stream + "' is named twice"), {}};
+    if (!who->who.read.covers_prefix(sel->stream, sel->prefix))
+      return {forbidden(who, req,
+                        "the token has no read grant for stream '" + sel->stream + "'" +
+                            (sel->prefix.empty() ? std::string() : " under '" + sel->prefix + "'")),
+              {}};
     out.streams.push_back(std::move(*sel));
   }
   // EventSource resends the original URL with Last-Event-ID, which is the
@@ -70,22 +77,37 @@ route_result api::open_sse(const http_request& req, responder respond) {
                                       sel.stream + "' first, or retry later"),
               {}};
   }
-  if (!uris.empty()) return open_sse_with_sources(std::move(out), std::move(uris), std::move(respond));
+  std::string why;
+  auto slot = security_.limits.acquire_session(who->who.tenant, who->who.subject, limits, &why);
+  if (!slot) return {error_response(429, why), {}};
+  out.holds.push_back(std::move(slot));
+  if (!uris.empty()) return open_sse_with_sources(std::move(out), std::move(uris), who, std::move(respond));
+  guard_session(out, who);
   return {{}, std::move(out)};
+}
+
+void api::guard_session(relay::sse_request& out, const caller& who) const {
+  std::vector<std::string> names;
+  for (const auto& sel : out.streams) names.push_back(sel.stream);
+  out.guard = std::make_shared<session_access>(who, security_.auth, names);
 }
 
 // Each uri= is subscribed like a watch's (the source's first read happens
 // now, and its error is the answer); the session then reads the sources'
 // streams after the stream= ones, in the order named, holding their leases.
-route_result api::open_sse_with_sources(relay::sse_request out, std::vector<std::string> uris,
+route_result api::open_sse_with_sources(relay::sse_request out, std::vector<std::string> uris, caller who,
                                         responder respond) {
   struct gathering {
     relay::sse_request request;
     std::vector<actors::source_subscribe_reply> replies;
     std::size_t pending = 0;
     responder respond;
+    caller who;
+    const api* self = nullptr;
   };
   auto g = std::make_shared<gathering>();
+  g->who = std::move(who);
+  g->self = this;
   g->request = std::move(out);
   g->replies.resize(uris.size());
   g->pending = uris.size();
@@ -114,6 +136,7 @@ route_result api::open_sse_with_sources(relay::sse_request out, std::vector<std:
         g->request.streams.push_back({reply.stream, ""});
         g->request.holds.push_back(reply.lease);
       }
+      g->self->guard_session(g->request, g->who);
       http_response upgrade;
       upgrade.sse = std::move(g->request);
       g->respond(std::move(upgrade));

@@ -39,13 +39,13 @@ http_response storage_error(const persistence::status& s) {
 
 }  // namespace
 
-http_response api::list_streams() {
+http_response api::list_streams(const caller& who) {
   std::vector<persistence::stream_meta> metas;
   if (auto s = store_.load_streams(&metas); !s.ok()) return storage_error(s);
   std::string body = "{\"streams\":[";
   bool first = true;
   for (auto& m : metas) {
-    if (m.tenant != "default") continue;
+    if (m.tenant != who->who.tenant || !who->who.read.covers_prefix(m.name, "")) continue;
     if (!first) body += ',';
     first = false;
     body += stream_json(m);
@@ -53,15 +53,17 @@ http_response api::list_streams() {
   return {200, body + "]}", "application/json", {}, {}};
 }
 
-http_response api::get_stream(const std::string& stream) {
+http_response api::get_stream(const std::string& stream, const caller& who) {
   if (!core::readable_stream_name(stream)) return error_response(400, "bad stream name '" + stream + "'");
+  if (!who->who.read.covers_prefix(stream, ""))
+    return error_response(403, "the token has no read grant for stream '" + stream + "'");
   std::optional<persistence::stream_meta> meta;
-  if (auto s = store_.get_stream("default", stream, &meta); !s.ok()) return storage_error(s);
+  if (auto s = store_.get_stream(who->who.tenant, stream, &meta); !s.ok()) return storage_error(s);
   if (!meta) return error_response(404, "no stream named '" + stream + "'");
   return {200, stream_json(*meta), "application/json", {}, {}};
 }
 
-http_response api::history(const std::string& stream, const http_request& req) {
+http_response api::history(const std::string& stream, const http_request& req, const caller& who) {
   if (!core::readable_stream_name(stream)) return error_response(400, "bad stream name '" + stream + "'");
   std::uint64_t limit = 100;
   if (auto* l = req.query_one("limit")) {
@@ -76,9 +78,16 @@ http_response api::history(const std::string& stream, const http_request& req) {
   }
   std::string prefix;
   if (auto* p = req.query_one("prefix")) prefix = *p;
+  if (!who->who.read.covers_prefix(stream, prefix))
+    return forbidden(who, req,
+                     "the token has no read grant for stream '" + stream + "'" +
+                         (prefix.empty() ? std::string() : " under '" + prefix + "'"));
+  // Events outside the token's paths are skipped like a prefix's misses.
+  const auto grants = who->who.read.for_stream(stream);
+  const bool every_path = grants.whole_stream();
 
   std::optional<persistence::stream_meta> meta;
-  if (auto s = store_.get_stream("default", stream, &meta); !s.ok()) return storage_error(s);
+  if (auto s = store_.get_stream(who->who.tenant, stream, &meta); !s.ok()) return storage_error(s);
   if (!meta) return error_response(404, "no stream named '" + stream + "'");
   const auto& m = *meta;
   core::cursor head{m.epoch, m.head_seq};
@@ -105,7 +114,8 @@ http_response api::history(const std::string& stream, const http_request& req) {
   std::uint64_t matched = 0, scanned = 0, next = after;
   while (matched < limit && scanned < max_history_scan && next < m.head_seq) {
     std::vector<persistence::stored_event> page;
-    auto want = prefix.empty() ? limit - matched : std::min<std::uint64_t>(256, max_history_scan - scanned);
+    auto want = prefix.empty() && every_path ? limit - matched
+                                             : std::min<std::uint64_t>(256, max_history_scan - scanned);
     if (auto s = store_.read_events(m.id, next, m.head_seq, want, &page); !s.ok()) return storage_error(s);
     // Retention may trim between reading the meta and reading the events;
     // never hand out the rest as if nothing were missing.
@@ -115,6 +125,7 @@ http_response api::history(const std::string& stream, const http_request& req) {
       ++scanned;
       next = e.seq;
       if (!prefix.empty() && !std::string_view(e.ev.path).starts_with(prefix)) continue;
+      if (!every_path && !grants.covers_path(e.ev.path)) continue;
       if (matched) events += ',';
       events += "{\"cursor\":\"" + core::format_cursor({m.epoch, e.seq}) +
                 "\",\"path\":" + core::json_string(e.ev.path) + ",\"type\":" + core::json_string(e.ev.type) +

@@ -9,8 +9,6 @@ namespace {
 
 using json = nlohmann::json;
 
-// The ADR's tenant is implicit until auth names one (issue: multi-tenancy).
-constexpr std::string_view tenant = "default";
 constexpr std::size_t max_filter_bytes = 64 << 10;
 constexpr std::size_t max_uri_bytes = 2048;
 constexpr std::int64_t max_debounce_ms = 3'600'000;
@@ -87,16 +85,27 @@ std::optional<std::string> to_spec(const json& body, persistence::watch_spec& sp
 
 }  // namespace
 
-route_result api::start_watch(const http_request& req, responder respond) {
+route_result api::start_watch(const http_request& req, const caller& who, responder respond) {
   if (draining_) return {error_response(503, "the node is draining; start the watch on another node"), {}};
   json body;
   if (auto bad = parse_json_body(req, body)) return {std::move(*bad), {}};
   persistence::watch_spec spec;
-  spec.id.tenant = std::string(tenant);
+  spec.id.tenant = who->who.tenant;
   if (auto err = to_spec(body, spec)) return {error_response(400, *err), {}};
+  // Managing a watch writes its notice stream; it reads what it watches.
+  if (!who->who.write.covers_prefix("watch:" + spec.id.name, ""))
+    return {forbidden(who, req, "the token has no write grant for watch:" + spec.id.name), {}};
+  std::string ignored;
+  if (auto target = core::parse_stream_uri(spec.uri, &ignored)) {
+    if (!who->who.read.covers_prefix(target->stream, target->prefix))
+      return {forbidden(who, req, "the token has no read grant for stream '" + target->stream + "'"), {}};
+  } else if (!who->who.read.covers_prefix("src:*", "")) {
+    return {forbidden(who, req, "watching upstream resources needs a read grant on src:*"), {}};
+  }
 
   auto request = std::make_shared<actors::watch_start_request>();
   request->spec = spec;
+  request->max_watches = limits_of(who).watches;
   request->reply = [respond = std::move(respond), name = spec.id.name,
                     uri = spec.uri](const actors::watch_start_reply& r) {
     if (r.error) return respond(error_response(status_of(r.error->kind), r.error->message));
@@ -106,28 +115,35 @@ route_result api::start_watch(const http_request& req, responder respond) {
   return {};
 }
 
-route_result api::list_watches(std::optional<std::string> name, responder respond) {
+route_result api::list_watches(std::optional<std::string> name, const caller& who, responder respond) {
   auto request = std::make_shared<actors::watch_list_request>();
-  request->tenant = std::string(tenant);
-  request->reply = [respond = std::move(respond),
-                    name = std::move(name)](const std::vector<actors::watch_info>& list) {
+  request->tenant = who->who.tenant;
+  // Only the watches whose notices the token may read are shown.
+  request->reply = [respond = std::move(respond), name = std::move(name),
+                    who](const std::vector<actors::watch_info>& list) {
+    auto visible = [&](const actors::watch_info& w) {
+      return who->who.read.covers_prefix("watch:" + w.name, "");
+    };
     if (!name) {
       auto out = json::array();
-      for (const auto& w : list) out.push_back(info_json(w));
+      for (const auto& w : list)
+        if (visible(w)) out.push_back(info_json(w));
       return respond(json_response(200, out));
     }
     for (const auto& w : list)
-      if (w.name == *name) return respond(json_response(200, info_json(w)));
+      if (w.name == *name && visible(w)) return respond(json_response(200, info_json(w)));
     respond(error_response(404, "no watch named '" + *name + "'"));
   };
   caf::anon_send(watches_, actors::list_atom::value, actors::watch_list_request_ptr(std::move(request)));
   return {};
 }
 
-route_result api::stop_watch(const std::string& name, responder respond) {
+route_result api::stop_watch(const std::string& name, const caller& who, responder respond) {
   if (!core::valid_watch_name(name)) return {error_response(400, "bad watch name '" + name + "'"), {}};
+  if (!who->who.write.covers_prefix("watch:" + name, ""))
+    return {error_response(403, "the token has no write grant for watch:" + name), {}};
   auto request = std::make_shared<actors::watch_stop_request>();
-  request->id = {std::string(tenant), name};
+  request->id = {who->who.tenant, name};
   request->reply = [respond = std::move(respond)](std::optional<actors::watch_error> error, bool stopped) {
     if (error) return respond(error_response(status_of(error->kind), error->message));
     respond(json_response(200, {{"stopped", stopped}}));

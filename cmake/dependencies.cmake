@@ -1,4 +1,9 @@
 # Every third-party dependency comes from Debian 12's packages (scripts/bootstrap).
+# A fuzz build compiles core alone, which needs only nlohmann_json.
+if(TIDINGS_FUZZ)
+  find_package(nlohmann_json REQUIRED)
+  return()
+endif()
 set(THREADS_PREFER_PTHREAD_FLAG ON)
 find_package(Threads REQUIRED)
 find_package(Boost 1.74 REQUIRED)
@@ -6,12 +11,14 @@ find_package(Protobuf 3.21 REQUIRED)
 find_package(RocksDB CONFIG REQUIRED)
 find_package(nlohmann_json REQUIRED)
 find_package(yaml-cpp REQUIRED)
-find_package(OpenSSL REQUIRED)   # libcrypto: SHA-256 in sources/
+find_package(OpenSSL REQUIRED)   # libcrypto: SHA-256 in sources/, key checks in broker/
 find_package(PostgreSQL REQUIRED)  # libpq: the LISTEN/NOTIFY source
 # Lua built as C++: a Lua error unwinds C++ frames with an exception instead
 # of a longjmp that would skip their destructors.
 find_package(PkgConfig REQUIRED)
 pkg_check_modules(LUA REQUIRED IMPORTED_TARGET lua5.4-c++)
+# libjwt 1.10 (C, OpenSSL backend): JWS signature checks for broker/jwt_verifier.
+pkg_check_modules(LIBJWT REQUIRED IMPORTED_TARGET libjwt)
 
 # CAF 0.17 ships no CMake package: define imported targets by hand.
 find_path(CAF_INCLUDE_DIR caf/all.hpp REQUIRED)

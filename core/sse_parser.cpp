@@ -33,6 +33,15 @@ bool sse_parser::feed(std::string_view chunk, const std::function<void(sse_messa
       }
     }
     auto brk = chunk.find_first_of("\r\n");
+    if (in_comment_ || (line_.empty() && chunk.front() == ':')) {
+      // A comment is dropped as it arrives, never buffered: it counts against
+      // no limit however long it is and however the reads split it.
+      in_comment_ = brk == std::string_view::npos;
+      if (in_comment_) break;
+      last_was_cr_ = chunk[brk] == '\r';
+      chunk.remove_prefix(brk + 1);
+      continue;
+    }
     if (brk == std::string_view::npos) {
       // An unterminated line counts against the limit too, or one endless
       // line would grow line_ without bound.

@@ -39,6 +39,7 @@ class sse_parser {
   std::size_t max_bytes_;
   std::string line_;
   bool last_was_cr_ = false;
+  bool in_comment_ = false;  // inside a comment line, which is skipped
   bool failed_ = false;
   sse_message pending_;
   bool has_data_ = false;

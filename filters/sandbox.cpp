@@ -4,10 +4,12 @@
 
 #include <algorithm>
 #include <array>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <exception>
+#include <optional>
 #include <utility>
 
 #include <lua.hpp>
@@ -24,8 +26,6 @@
 
 namespace tidings::filters {
 namespace {
-
-constexpr const char* chunk_name = "=on_event";  // errors read `on_event:3: ...`
 
 // Its address keys the compiled chunk in the registry.
 const char chunk_key = 0;
@@ -56,15 +56,18 @@ struct run_args {
 
 }  // namespace
 
-sandbox::sandbox(const filter_limits& limits, resource_reader* reader)
+sandbox::sandbox(const filter_limits& limits, resource_reader* reader, const sandbox_profile& profile)
     : limits_(limits),
       reader_(reader),
-      hook_every_(static_cast<int>(std::clamp<std::uint64_t>(limits.max_instructions, 1, 1000))),
-      time_message_("on_event: exceeded the per-event budget of " + std::to_string(limits.budget.count()) +
-                    " ms"),
-      instructions_message_("on_event: exceeded the per-event budget of " +
+      profile_(profile),
+      hook_every_(static_cast<int>(std::clamp<std::uint64_t>(
+          limits.max_instructions, 1, static_cast<std::uint64_t>(std::max(profile.hook_interval, 1))))),
+      chunk_name_("=" + profile.name),  // errors read `on_event:3: ...`
+      time_message_(profile.name + ": exceeded the per-event budget of " +
+                    std::to_string(limits.budget.count()) + " ms"),
+      instructions_message_(profile.name + ": exceeded the per-event budget of " +
                             std::to_string(limits.max_instructions) + " instructions"),
-      memory_message_("on_event: exceeded the memory limit of " + byte_size(limits.max_memory_bytes)) {
+      memory_message_(profile.name + ": exceeded the memory limit of " + byte_size(limits.max_memory_bytes)) {
   alloc_.limit = limits.max_memory_bytes;
 }
 
@@ -78,14 +81,16 @@ sandbox::~sandbox() {
 }
 
 std::unique_ptr<sandbox> sandbox::create(std::string_view source, const filter_limits& limits,
-                                         resource_reader* reader, std::string* error) {
+                                         resource_reader* reader, std::string* error,
+                                         const sandbox_profile& profile) {
   std::string ignored;
   if (error == nullptr) error = &ignored;
   if (!source.empty() && source.front() == LUA_SIGNATURE[0]) {
-    *error = "on_event: precompiled Lua bytecode is not accepted; on_event must be Lua source text";
+    *error = profile.name + ": precompiled Lua bytecode is not accepted; " + profile.name +
+             " must be Lua source text";
     return nullptr;
   }
-  std::unique_ptr<sandbox> box(new sandbox(limits, reader));
+  std::unique_ptr<sandbox> box(new sandbox(limits, reader, profile));
   box->L_ = lua_newstate(&sandbox::allocate, &box->alloc_);
   if (box->L_ == nullptr) {
     *error = box->memory_message_;
@@ -99,7 +104,8 @@ std::unique_ptr<sandbox> sandbox::create(std::string_view source, const filter_l
     return nullptr;
   }
   lua_settop(box->L_, 0);
-  lua_sethook(box->L_, &sandbox::hook, LUA_MASKCOUNT, box->hook_every_);
+  const int mask = LUA_MASKCOUNT | (profile.check_on_calls ? LUA_MASKCALL : 0);
+  lua_sethook(box->L_, &sandbox::hook, mask, box->hook_every_);
   return box;
 }
 
@@ -135,9 +141,10 @@ void sandbox::abort_run(lua_State* L, abort_reason why) {
   std::abort();  // lua_error does not return
 }
 
-void sandbox::hook(lua_State* L, lua_Debug* /*ar*/) {
+void sandbox::hook(lua_State* L, lua_Debug* ar) {
   sandbox& box = of(L);
-  box.instructions_ += static_cast<std::uint64_t>(box.hook_every_);
+  // Call events (profile.check_on_calls) only check; counts come from count events.
+  if (ar->event == LUA_HOOKCOUNT) box.instructions_ += static_cast<std::uint64_t>(box.hook_every_);
   if (box.abort_ != abort_reason::none) {
     // Sticky: a filter that caught the first abort with pcall (or whose
     // __close handler keeps running) is stopped again.
@@ -171,7 +178,7 @@ std::string sandbox::error_text(int status) {
     // A C++ exception reached Lua's own catch (...): nothing to report but
     // the fact, and the state is not trusted again.
     abort_ = abort_reason::internal;
-    return "on_event: internal error in the filter sandbox";
+    return profile_.name + ": internal error in the filter sandbox";
   }
   // Only reads that cannot raise: this runs outside any protected call.
   switch (lua_type(L_, -1)) {
@@ -184,14 +191,30 @@ std::string sandbox::error_text(int status) {
       if (lua_isinteger(L_, -1) != 0) return std::to_string(lua_tointeger(L_, -1));
       return nlohmann::json(lua_tonumber(L_, -1)).dump();
     default:
-      return std::string("on_event: error object is a ") + lua_typename(L_, lua_type(L_, -1)) + " value";
+      return profile_.name + ": error object is a " + lua_typename(L_, lua_type(L_, -1)) + " value";
   }
 }
 
 namespace {
 
-// string.find/match/gmatch/gsub with the original as upvalue 1 and its name
-// as upvalue 2: refuses calls whose worst case would outrun the budget.
+// check_pattern_cost under a lower cap than max_pattern_steps, in its words.
+std::optional<std::string> check_pattern_cost_under(double cap, std::string_view function,
+                                                    std::string_view pattern, std::size_t subject_bytes) {
+  if (cap >= max_pattern_steps) return check_pattern_cost(function, pattern, subject_bytes);
+  const double steps = pattern_worst_case(pattern, subject_bytes);
+  if (steps <= cap) return std::nullopt;
+  std::string shown(pattern.substr(0, 40));
+  if (pattern.size() > 40) shown += "...";
+  return "string." + std::string(function) + ": the pattern '" + shown + "' on " +
+         std::to_string(subject_bytes) + " bytes could backtrack for about 10^" +
+         std::to_string(static_cast<int>(std::log10(steps))) + " steps, more than this sandbox allows (" +
+         std::to_string(static_cast<long long>(cap)) +
+         "); anchor it with ^, use fewer of * + -, a shorter subject, or find with plain=true";
+}
+
+// string.find/match/gmatch/gsub with the original as upvalue 1, its name as
+// upvalue 2 and the step cap as upvalue 3: refuses calls whose worst case
+// would outrun the budget.
 int guarded_pattern_call(lua_State* L) {
   std::size_t name_len = 0;
   const char* name = lua_tolstring(L, lua_upvalueindex(2), &name_len);
@@ -201,7 +224,8 @@ int guarded_pattern_call(lua_State* L) {
     std::size_t subject = 0, pattern = 0;
     lua_tolstring(L, 1, &subject);
     const char* p = lua_tolstring(L, 2, &pattern);
-    if (auto error = check_pattern_cost(function, {p, pattern}, subject))
+    const double cap = lua_tonumber(L, lua_upvalueindex(3));
+    if (auto error = check_pattern_cost_under(cap, function, {p, pattern}, subject))
       return luaL_error(L, "%s", error->c_str());
   }
   const int args = lua_gettop(L);
@@ -251,7 +275,8 @@ int sandbox::setup(lua_State* L) {
   for (const char* name : {"find", "match", "gmatch", "gsub"}) {
     lua_getfield(L, -1, name);
     lua_pushstring(L, name);
-    lua_pushcclosure(L, &guarded_pattern_call, 2);
+    lua_pushnumber(L, of(L).profile_.max_pattern_steps);
+    lua_pushcclosure(L, &guarded_pattern_call, 3);
     lua_setfield(L, -2, name);
   }
   lua_pop(L, 1);
@@ -267,7 +292,8 @@ int sandbox::setup(lua_State* L) {
   lua_setmetatable(L, globals);
 
   // Text only: the mode refuses bytecode even past create()'s own check.
-  const int status = luaL_loadbufferx(L, args->source.data(), args->source.size(), chunk_name, "t");
+  const int status =
+      luaL_loadbufferx(L, args->source.data(), args->source.size(), of(L).chunk_name_.c_str(), "t");
   if (status != LUA_OK) {
     if (status == LUA_ERRMEM) of(L).abort_ = abort_reason::memory;
     return lua_error(L);  // the message is on top
@@ -302,6 +328,23 @@ sandbox::outcome sandbox::run(const nlohmann::json& event) {
   out.abort = abort_;
   lua_settop(L_, 0);
   return out;
+}
+
+sandbox::call_outcome sandbox::call(int (*fn)(lua_State*), void* arg) {
+  begin_event();
+  const int status = protected_call(fn, arg);
+  call_outcome out;
+  if (status != LUA_OK) {
+    out.ok = false;
+    out.error = error_text(status);
+  }
+  out.abort = abort_;
+  lua_settop(L_, 0);
+  return out;
+}
+
+void sandbox::push_chunk(lua_State* L) {
+  lua_rawgetp(L, LUA_REGISTRYINDEX, &chunk_key);
 }
 
 int sandbox::run_chunk(lua_State* L) {

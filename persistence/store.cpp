@@ -32,10 +32,11 @@ enum family : std::size_t {
   watches_cf,
   cursors_cf,
   snapshots_cf,
+  revocations_cf,
   known_families
 };
-const char* const family_names[known_families] = {"default", "streams", "events",  "idempotency",
-                                                  "meta",    "watches", "cursors", "snapshots"};
+const char* const family_names[known_families] = {"default", "streams", "events",    "idempotency", "meta",
+                                                  "watches", "cursors", "snapshots", "revocations"};
 
 constexpr std::string_view schema_version_key = "schema_version";
 constexpr std::string_view schema_version = "1";
@@ -498,6 +499,49 @@ status store::write(rocksdb::WriteBatch& batch) {
 status store::sync_wal() {
   if (durability_ == durability::none) return {};
   return from(db_->SyncWAL(), "sync WAL");
+}
+
+namespace {
+
+std::string revocation_key(const revocation& r) {
+  std::string key = r.tenant;
+  key += '\0';
+  key += r.kind == revocation_kind::jti ? 'j' : 's';
+  key += '\0';
+  key += r.value;
+  return key;
+}
+
+}  // namespace
+
+// Revocations are rare and must outlive a crash the moment they are
+// acknowledged, so they skip the group committer and are always fsynced.
+status store::put_revocation(const revocation& r) {
+  proto::Revocation value;
+  value.set_revoked_at_s(r.revoked_at_s);
+  rocksdb::WriteOptions wo;
+  wo.sync = true;
+  return from(db_->Put(wo, families_[revocations_cf], revocation_key(r), value.SerializeAsString()),
+              "write revocation");
+}
+
+status store::load_revocations(std::vector<revocation>* out) {
+  std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(rocksdb::ReadOptions(), families_[revocations_cf]));
+  for (it->SeekToFirst(); it->Valid(); it->Next()) {
+    auto key = it->key().ToStringView();
+    auto first = key.find('\0');
+    if (first == std::string_view::npos || first + 2 >= key.size() || key[first + 2] != '\0')
+      return status::error("corrupt revocation key");
+    proto::Revocation value;
+    if (!value.ParseFromString(it->value().ToString())) return status::error("corrupt revocation record");
+    revocation r;
+    r.tenant = std::string(key.substr(0, first));
+    r.kind = key[first + 1] == 'j' ? revocation_kind::jti : revocation_kind::subject;
+    r.value = std::string(key.substr(first + 3));
+    r.revoked_at_s = value.revoked_at_s();
+    out->push_back(std::move(r));
+  }
+  return from(it->status(), "read revocations");
 }
 
 }  // namespace tidings::persistence

@@ -30,6 +30,14 @@ enum class durability {
 std::optional<durability> parse_durability(std::string_view text);
 std::string_view durability_name(durability d);
 
+enum class revocation_kind { jti, subject };
+struct revocation {
+  std::string tenant;
+  revocation_kind kind = revocation_kind::jti;
+  std::string value;
+  std::int64_t revoked_at_s = 0;
+};
+
 struct stream_meta {
   std::string tenant;
   std::string name;
@@ -106,6 +114,10 @@ class store {
 
   status get_idempotency(std::uint64_t stream_id, const std::string& key,
                          std::optional<idempotency_record>* out);
+
+  // Token revocations (broker/auth): written at once and fsynced.
+  status put_revocation(const revocation& r);
+  status load_revocations(std::vector<revocation>* out);
 
   // Adds one write_set to a batch (the group committer merges many).
   void add_to_batch(const write_set& ws, rocksdb::WriteBatch& batch) const;

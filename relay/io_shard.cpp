@@ -62,8 +62,8 @@ void io_shard::fetched(actors::stream_key stream, actors::fetch_reply reply) {
   net::post(ioc_, [weak = weak_from_this(), stream = std::move(stream), reply = std::move(reply)]() mutable {
     auto self = weak.lock();
     if (!self) return;
-    auto session_id = reply.subscription >> 5;
-    auto index = static_cast<std::size_t>(reply.subscription & 31);
+    auto session_id = reply.subscription >> subscription_index_bits;
+    auto index = static_cast<std::size_t>(reply.subscription & ((1U << subscription_index_bits) - 1));
     auto it = self->sessions_.find(session_id);
     if (it != self->sessions_.end()) {
       // Keep the session alive through the call even if it closes inside.
@@ -154,6 +154,16 @@ void io_shard::drain() {
     std::vector<std::shared_ptr<sse_session>> all;
     for (auto& [id, s] : self->sessions_) all.push_back(s);
     for (auto& s : all) s->close_with_closing();
+  });
+}
+
+void io_shard::recheck_sessions() {
+  net::post(ioc_, [weak = weak_from_this()] {
+    auto self = weak.lock();
+    if (!self) return;
+    std::vector<std::shared_ptr<sse_session>> all;
+    for (auto& [id, s] : self->sessions_) all.push_back(s);
+    for (auto& s : all) s->recheck_auth();
   });
 }
 

@@ -65,10 +65,14 @@ class io_shard : public actors::fanout_sink, public std::enable_shared_from_this
     live_.clear();
   }
 
-  // Subscription ids carry the session id and the stream's index in it.
+  // Subscription ids carry the session id and the stream's index in it
+  // (at most 128 streams per session; tenants' limits stay below).
+  static constexpr unsigned subscription_index_bits = 7;
   static std::uint64_t subscription_id(std::uint64_t session, std::size_t index) {
-    return (session << 5) | index;
+    return (session << subscription_index_bits) | index;
   }
+  // Every session asks its guard whether its credential still holds.
+  void recheck_sessions();
 
  private:
   struct live_entry {

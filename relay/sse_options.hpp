@@ -8,6 +8,7 @@
 
 #include "core/cursor.hpp"
 #include "core/stream_name.hpp"
+#include "relay/session_guard.hpp"
 
 namespace tidings::relay {
 
@@ -30,8 +31,13 @@ struct sse_request {
   std::string tenant = "default";
   std::vector<core::stream_selector> streams;
   std::optional<std::vector<core::cursor>> resume;  // one per stream when set
-  // Kept as long as the session lives: the leases of the sources it reads.
+  // Kept as long as the session lives: the leases of the sources it reads,
+  // its connection and session slots.
   std::vector<std::shared_ptr<const void>> holds;
+  // Null: every event is written (tests, the no-auth mode may also pass one).
+  std::shared_ptr<session_guard> guard;
+  // Extra response header lines ("Name: value\r\n"), e.g. CORS.
+  std::string extra_headers;
 };
 
 }  // namespace tidings::relay

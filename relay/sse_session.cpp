@@ -21,8 +21,7 @@ constexpr std::string_view response_header =
     "Content-Type: text/event-stream\r\n"
     "Cache-Control: no-cache\r\n"
     "X-Accel-Buffering: no\r\n"
-    "Transfer-Encoding: chunked\r\n"
-    "\r\n";
+    "Transfer-Encoding: chunked\r\n";
 
 std::string resync_json(const std::string& stream, std::string_view reason, core::cursor head,
                         const std::string& resume_id) {
@@ -44,6 +43,7 @@ sse_session::sse_session(io_shard& shard, net::ip::tcp::socket socket, sse_reque
       socket_(std::move(socket)),
       heartbeat_(shard.context()),
       deadline_(shard.context()),
+      expiry_(shard.context()),
       request_(std::move(request)),
       options_(options) {}
 
@@ -61,7 +61,7 @@ void sse_session::start() {
     subs_.push_back(std::move(s));
   }
   probes_left_ = subs_.size();
-  preamble_ = std::string(response_header);
+  preamble_ = std::string(response_header) + request_.extra_headers + "\r\n";
   enqueue_control(core::sse_retry(options_.retry_ms));
   for (std::size_t i = 0; i < subs_.size(); ++i) {
     auto req = std::make_shared<actors::fetch_request>();
@@ -72,7 +72,33 @@ void sse_session::start() {
     caf::anon_send(subs_[i].hub, actors::fetch_atom::value, std::move(req));
   }
   wait_readable();
+  wait_expiry();
   do_write();
+}
+
+// At `exp` itself, not at the next event: a quiet stream must not keep an
+// expired token's session open.
+void sse_session::wait_expiry() {
+  if (!request_.guard) return;
+  auto at = request_.guard->expires_at();
+  if (at == std::chrono::system_clock::time_point::max()) return;
+  auto left = at - std::chrono::system_clock::now();
+  expiry_.expires_after(std::chrono::duration_cast<std::chrono::steady_clock::duration>(left));
+  expiry_.async_wait([self = shared_from_this()](const error_code& ec) {
+    if (!ec) self->end_unauthorized("token expired");
+  });
+}
+
+void sse_session::recheck_auth() {
+  if (!request_.guard || terminating_ || closed_) return;
+  if (auto reason = request_.guard->recheck()) end_unauthorized(*reason);
+}
+
+void sse_session::end_unauthorized(const std::string& reason) {
+  std::string j = "{\"reason\":";
+  core::append_json_string(j, reason);
+  j += "}";
+  terminate(core::sse_event("", "unauthorized", j));
 }
 
 void sse_session::fetch(std::size_t index) {
@@ -182,6 +208,7 @@ void sse_session::accept_frame(std::size_t index, std::uint64_t epoch, const act
   if (f->seq <= sub.position.seq) return;                   // already delivered
   sub.position.seq = f->seq;
   if (!sub.prefix.empty() && !std::string_view(f->path).starts_with(sub.prefix)) return;
+  if (request_.guard && !request_.guard->admits(index, sub.key.name, *f)) return;
   if (subs_.size() == 1) {
     enqueue({f, {}, index}, f->bytes.size());
   } else {
@@ -340,6 +367,7 @@ void sse_session::terminate(std::string control_frame) {
   terminating_ = true;
   unsubscribe_all();
   heartbeat_.cancel();
+  expiry_.cancel();
   // Frames not yet handed to the socket are dropped; the terminal frame
   // follows what is already being written.
   queue_.clear();
@@ -376,6 +404,7 @@ void sse_session::close() {
   error_code ec;
   heartbeat_.cancel();
   deadline_.cancel();
+  expiry_.cancel();
   socket_.shutdown(net::ip::tcp::socket::shutdown_both, ec);
   socket_.close(ec);
   shard_.remove_session(id_);  // may release the last owner: nothing after this

@@ -40,6 +40,8 @@ class sse_session : public std::enable_shared_from_this<sse_session> {
   void on_fetched(std::size_t index, const actors::fetch_reply& reply);
   void on_frames(std::size_t index, const actors::frame_batch& batch);
   void close_with_closing();
+  // Ends the session with `unauthorized` if its credential no longer holds.
+  void recheck_auth();
   // The shard's coalescing timer fired: write what is queued.
   void flush_deferred();
 
@@ -74,6 +76,8 @@ class sse_session : public std::enable_shared_from_this<sse_session> {
   void on_write(const boost::system::error_code& ec);
   void wait_heartbeat();
   void wait_readable();
+  void wait_expiry();
+  void end_unauthorized(const std::string& reason);
   void terminate(std::string control_frame);
   void close();
   std::string current_id() const;
@@ -82,6 +86,7 @@ class sse_session : public std::enable_shared_from_this<sse_session> {
   boost::asio::ip::tcp::socket socket_;
   boost::asio::steady_timer heartbeat_;
   boost::asio::steady_timer deadline_;
+  boost::asio::steady_timer expiry_;  // the credential's exp
   sse_request request_;
   const sse_options& options_;
   std::uint64_t id_ = 0;

@@ -1,0 +1,170 @@
+#include "broker/auth_service.hpp"
+
+#include <chrono>
+#include <mutex>
+
+#include "broker/jwt_verifier.hpp"
+
+namespace tidings::broker {
+namespace {
+
+std::int64_t now_seconds() {
+  return std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+std::string joined(const std::string& tenant, const std::string& value) {
+  return tenant + '\0' + value;
+}
+
+// Bearer header first, then the query parameter and the cookie that an
+// EventSource (which cannot set headers) has to use.
+std::optional<std::string> token_of(const http_request& req) {
+  if (auto* h = req.header("authorization")) {
+    std::string_view v = *h;
+    if (v.size() > 7 && (v.substr(0, 7) == "Bearer " || v.substr(0, 7) == "bearer "))
+      return std::string(v.substr(7));
+    return std::string();  // present but not a bearer token: malformed
+  }
+  if (auto* q = req.query_one("access_token")) return *q;
+  if (auto* c = req.header("cookie")) {
+    std::string_view v = *c;
+    while (!v.empty()) {
+      auto semi = v.find(';');
+      auto part = v.substr(0, semi);
+      while (!part.empty() && part.front() == ' ') part.remove_prefix(1);
+      if (part.starts_with("tidings_token=")) return std::string(part.substr(14));
+      if (semi == std::string_view::npos) break;
+      v.remove_prefix(semi + 1);
+    }
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+const tenant_spec* tenant_table::find(std::string_view id) const {
+  for (const auto& t : tenants)
+    if (t.id == id) return &t;
+  return nullptr;
+}
+
+session_auth_ptr anonymous_auth() {
+  static const session_auth_ptr a = [] {
+    auto s = std::make_shared<session_auth>();
+    s->who.tenant = "default";
+    s->who.subject = "anonymous";
+    s->who.expires_at = INT64_MAX;
+    std::string unused;
+    s->who.read = core::grant_set({*core::parse_grant("*", &unused)});
+    s->who.write = s->who.read;
+    s->who.admin = true;
+    s->anonymous = true;
+    return s;
+  }();
+  return a;
+}
+
+auth_service::auth_service(std::vector<tenant_spec> tenants, persistence::store& store)
+    : store_(store),
+      enabled_(!tenants.empty()),
+      tenants_(std::make_shared<tenant_table>(tenant_table{std::move(tenants)})) {}
+
+persistence::status auth_service::load_revocations() {
+  std::vector<persistence::revocation> all;
+  if (auto s = store_.load_revocations(&all); !s.ok()) return s;
+  std::unique_lock lock(mutex_);
+  for (const auto& r : all) add_revocation(r);
+  return {};
+}
+
+tenant_table_ptr auth_service::tenants() const {
+  std::shared_lock lock(mutex_);
+  return tenants_;
+}
+
+auth_outcome auth_service::authenticate(const http_request& req) const {
+  if (!enabled_) return {anonymous_auth(), 200, {}, core::token_problem::none};
+  auto token = token_of(req);
+  auth_outcome out;
+  out.status = 401;
+  if (!token) {
+    out.problem = core::token_problem::malformed;
+    out.error =
+        "missing token: send Authorization: Bearer TOKEN (or, for EventSource, the access_token query "
+        "parameter or the tidings_token cookie)";
+    return out;
+  }
+  auto verified = verify_token(*token, tenants()->tenants, now_seconds());
+  if (!verified.principal) {
+    out.problem = verified.problem;
+    out.error = verified.error;
+    return out;
+  }
+  if (revoked(*verified.principal)) {
+    out.problem = core::token_problem::revoked;
+    out.error = "token revoked";
+    return out;
+  }
+  auto a = std::make_shared<session_auth>();
+  a->who = std::move(*verified.principal);
+  a->token = std::move(*token);
+  a->key_id = std::move(verified.key_id);
+  return {std::move(a), 200, {}, core::token_problem::none};
+}
+
+std::optional<std::string> auth_service::recheck(const session_auth& a) const {
+  if (a.anonymous) return std::nullopt;
+  // Verifying again catches expiry, a removed key or tenant, and a key that
+  // changed under the same kid.
+  auto verified = verify_token(a.token, tenants()->tenants, now_seconds());
+  if (!verified.principal)
+    return verified.problem == core::token_problem::expired ? verified.error
+                                                            : "token no longer valid: " + verified.error;
+  if (verified.key_id != a.key_id) return "the key that admitted the token is no longer configured";
+  if (revoked(a.who)) return "token revoked";
+  return std::nullopt;
+}
+
+bool auth_service::revoked(const core::principal& p) const {
+  std::shared_lock lock(mutex_);
+  if (!p.jti.empty() && revoked_jtis_.contains(joined(p.tenant, p.jti))) return true;
+  auto it = revoked_subjects_.find(joined(p.tenant, p.subject));
+  // A token without iat could be from any time: revoked with its subject.
+  return it != revoked_subjects_.end() && (!p.issued_at || *p.issued_at <= it->second);
+}
+
+void auth_service::add_revocation(const persistence::revocation& r) {
+  if (r.kind == persistence::revocation_kind::jti) {
+    revoked_jtis_.insert(joined(r.tenant, r.value));
+  } else {
+    auto& at = revoked_subjects_[joined(r.tenant, r.value)];
+    at = std::max(at, r.revoked_at_s);
+  }
+}
+
+persistence::status auth_service::revoke(const std::string& tenant, persistence::revocation_kind kind,
+                                         const std::string& value) {
+  persistence::revocation r{tenant, kind, value, now_seconds()};
+  if (auto s = store_.put_revocation(r); !s.ok()) return s;
+  {
+    std::unique_lock lock(mutex_);
+    add_revocation(r);
+  }
+  if (on_change_) on_change_();
+  return {};
+}
+
+std::optional<std::string> auth_service::reload(std::vector<tenant_spec> tenants) {
+  if (tenants.empty() != !enabled_)
+    return enabled_ ? "the reloaded config has no tenants; turning auth off needs a restart"
+                    : "the reloaded config adds tenants; turning auth on needs a restart";
+  {
+    std::unique_lock lock(mutex_);
+    tenants_ = std::make_shared<tenant_table>(tenant_table{std::move(tenants)});
+  }
+  if (on_change_) on_change_();
+  return std::nullopt;
+}
+
+}  // namespace tidings::broker
