@@ -28,10 +28,14 @@ std::vector<std::pair<std::string, std::string>> cors_headers(const std::string&
           {"Vary", "Origin"}};
 }
 
+void add_sse_headers(relay::sse_request& sse,
+                     const std::vector<std::pair<std::string, std::string>>& headers) {
+  for (const auto& [k, v] : headers) sse.extra_headers.append(k).append(": ").append(v).append("\r\n");
+}
+
 void add_headers(http_response& r, const std::vector<std::pair<std::string, std::string>>& headers) {
   for (const auto& h : headers) r.headers.push_back(h);
-  if (r.sse)
-    for (const auto& [k, v] : headers) r.sse->extra_headers += k + ": " + v + "\r\n";
+  if (r.sse) add_sse_headers(*r.sse, headers);
 }
 
 }  // namespace
@@ -82,8 +86,7 @@ route_result api::handle(const http_request& req, responder respond) {
     respond(std::move(r));
   });
   if (result.response) add_headers(*result.response, headers);
-  if (result.sse)
-    for (const auto& [k, v] : headers) result.sse->extra_headers += k + ": " + v + "\r\n";
+  if (result.sse) add_sse_headers(*result.sse, headers);
   return result;
 }
 

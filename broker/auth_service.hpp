@@ -28,9 +28,9 @@ namespace tidings::broker {
 // One admitted credential; a session keeps it for its whole life.
 struct session_auth {
   core::principal who;
-  std::string token;  // in memory only: a reload re-verifies it against the new keys
-  std::string key_id;
-  bool anonymous = false;  // the no-auth single-tenant mode
+  std::string key_id;        // the key that verified it ("<tenant>#<kid or index>")
+  std::string key_material;  // and what that key was, so a reload can tell it changed
+  bool anonymous = false;    // the no-auth single-tenant mode
 };
 using session_auth_ptr = std::shared_ptr<const session_auth>;
 

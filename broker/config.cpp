@@ -91,10 +91,10 @@ const std::map<std::string, setter>& setters() {
        number<std::size_t>(1, 10'000, [](config& c, std::size_t v) { c.max_header_count = v; })},
       {"idle-timeout-ms",
        number<std::int64_t>(
-           10, 3'600'000, [](config& c, std::int64_t v) { c.idle_timeout = std::chrono::milliseconds(v); })},
+           100, 3'600'000, [](config& c, std::int64_t v) { c.idle_timeout = std::chrono::milliseconds(v); })},
       {"header-timeout-ms",
        number<std::int64_t>(
-           10, 600'000, [](config& c, std::int64_t v) { c.header_timeout = std::chrono::milliseconds(v); })},
+           100, 600'000, [](config& c, std::int64_t v) { c.header_timeout = std::chrono::milliseconds(v); })},
       {"max-connections",
        number<std::size_t>(1, 1'000'000, [](config& c, std::size_t v) { c.max_connections = v; })},
       {"max-connections-per-address",

@@ -1,35 +1,13 @@
 #include "broker/json_body.hpp"
 
+#include "core/event_body.hpp"
+
 #include <cctype>
 #include <string>
 #include <string_view>
 
 namespace tidings::broker {
 namespace {
-
-// True when no array or object in `text` nests deeper than `limit`. A plain
-// scan (strings skipped), so it runs before any recursive parser sees the text.
-bool nesting_within(std::string_view text, std::size_t limit) {
-  std::size_t depth = 0;
-  bool in_string = false, escaped = false;
-  for (char c : text) {
-    if (in_string) {
-      if (escaped)
-        escaped = false;
-      else if (c == '\\')
-        escaped = true;
-      else if (c == '"')
-        in_string = false;
-    } else if (c == '"') {
-      in_string = true;
-    } else if (c == '[' || c == '{') {
-      if (++depth > limit) return false;
-    } else if ((c == ']' || c == '}') && depth > 0) {
-      --depth;
-    }
-  }
-  return true;
-}
 
 // application/json, any +json type, or curl -d's default form type (whose
 // body is still our JSON). Media types are case-insensitive; parameters such
@@ -46,11 +24,17 @@ bool acceptable_content_type(std::string_view value) {
 
 }  // namespace
 
-std::optional<http_response> parse_json_body(const http_request& req, nlohmann::json& out) {
+std::optional<http_response> check_json_content_type(const http_request& req) {
   if (auto* ct = req.header("content-type"); ct && !acceptable_content_type(*ct))
     return error_response(415, "Content-Type must be application/json");
-  if (!nesting_within(req.body, max_json_nesting))
-    return error_response(400, "JSON nests deeper than " + std::to_string(max_json_nesting) + " levels");
+  return std::nullopt;
+}
+
+std::optional<http_response> parse_json_body(const http_request& req, nlohmann::json& out) {
+  if (auto bad = check_json_content_type(req)) return bad;
+  if (!core::json_nesting_within(req.body, core::max_json_nesting))
+    return error_response(400,
+                          "JSON nests deeper than " + std::to_string(core::max_json_nesting) + " levels");
   out = nlohmann::json::parse(req.body, nullptr, false);
   if (out.is_discarded()) {
     // Parse again for the message: only bad input pays for the exception.

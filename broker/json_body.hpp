@@ -1,7 +1,7 @@
 #pragma once
 
 // Request bodies that must be JSON: the media type, a nesting limit checked
-// before any recursive parser runs, then the parse itself.
+// before any recursive parser runs (core/event_body.hpp), then the parse.
 
 #include <optional>
 
@@ -11,9 +11,8 @@
 
 namespace tidings::broker {
 
-// Serializing JSON recurses once per level; a 100 000-deep document would
-// overflow the stack. Real documents stay far below this.
-inline constexpr std::size_t max_json_nesting = 128;
+// 415 unless the Content-Type is JSON (or absent, or curl -d's form type).
+std::optional<http_response> check_json_content_type(const http_request& req);
 
 // Parses req.body into `out`; on failure the 4xx response to send.
 std::optional<http_response> parse_json_body(const http_request& req, nlohmann::json& out);

@@ -16,6 +16,7 @@ using json = nlohmann::json;
 using core::token_problem;
 
 constexpr std::string_view no_key = "no key of this node can verify the token";
+constexpr std::uint8_t invalid = 0xff;  // not a base64url character
 
 verify_result refuse(token_problem p, std::string why) {
   verify_result r;
@@ -28,13 +29,13 @@ verify_result refuse(token_problem p, std::string why) {
 // over after the last whole byte must be zero, so one token has one text.
 std::optional<std::string> base64url_decode(std::string_view in) {
   static constexpr auto table = [] {
-    std::array<signed char, 256> t{};
-    t.fill(-1);
+    std::array<std::uint8_t, 256> t{};
+    t.fill(invalid);
     for (int i = 0; i < 26; ++i) {
-      t[static_cast<unsigned char>('A' + i)] = static_cast<signed char>(i);
-      t[static_cast<unsigned char>('a' + i)] = static_cast<signed char>(26 + i);
+      t[static_cast<unsigned char>('A' + i)] = static_cast<std::uint8_t>(i);
+      t[static_cast<unsigned char>('a' + i)] = static_cast<std::uint8_t>(26 + i);
     }
-    for (int i = 0; i < 10; ++i) t[static_cast<unsigned char>('0' + i)] = static_cast<signed char>(52 + i);
+    for (int i = 0; i < 10; ++i) t[static_cast<unsigned char>('0' + i)] = static_cast<std::uint8_t>(52 + i);
     t[static_cast<unsigned char>('-')] = 62;
     t[static_cast<unsigned char>('_')] = 63;
     return t;
@@ -45,9 +46,9 @@ std::optional<std::string> base64url_decode(std::string_view in) {
   std::uint32_t acc = 0;
   int bits = 0;
   for (char c : in) {
-    int v = table[static_cast<unsigned char>(c)];
-    if (v < 0) return std::nullopt;
-    acc = (acc << 6) | static_cast<std::uint32_t>(v);
+    auto v = table[static_cast<unsigned char>(c)];
+    if (v == invalid) return std::nullopt;
+    acc = (acc << 6) | v;
     bits += 6;
     if (bits >= 8) {
       bits -= 8;

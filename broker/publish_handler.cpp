@@ -7,6 +7,7 @@
 #include "actors/watch_manager.hpp"
 #include "broker/api.hpp"
 #include "broker/json_body.hpp"
+#include "core/event_body.hpp"
 #include "core/json_text.hpp"
 #include "core/stream_name.hpp"
 
@@ -15,30 +16,7 @@ namespace {
 
 using json = nlohmann::json;
 
-constexpr std::size_t max_batch = 1000;
 constexpr std::size_t max_idempotency_key = 200;
-
-// Turns one JSON value into an event, or says what is wrong with it.
-std::optional<std::string> to_event(const json& j, core::event& out) {
-  if (!j.is_object()) return "an event must be a JSON object";
-  for (auto& [key, value] : j.items()) {
-    if (key == "path") {
-      if (!value.is_string()) return "\"path\" must be a string";
-      out.path = value.get<std::string>();
-      if (auto err = core::check_event_path(out.path)) return "\"path\" " + *err;
-    } else if (key == "type") {
-      if (!value.is_string()) return "\"type\" must be a string";
-      out.type = value.get<std::string>();
-      if (auto err = core::check_event_type(out.type)) return "\"type\" " + *err;
-    } else if (key == "data") {
-      // Compact and valid UTF-8 by construction; a bad string fails here.
-      out.data_json = value.dump(-1, ' ', false, json::error_handler_t::strict);
-    } else {
-      return "unknown field \"" + key + "\" (allowed: path, type, data)";
-    }
-  }
-  return std::nullopt;
-}
 
 bool valid_idempotency_key(const std::string& key) {
   if (key.empty() || key.size() > max_idempotency_key) return false;
@@ -87,29 +65,12 @@ route_result api::publish(const std::string& stream, const http_request& req, co
     idempotency_key = *key;
   }
 
-  json body;
-  if (auto bad = parse_json_body(req, body)) return {std::move(*bad), {}};
+  if (auto bad = check_json_content_type(req)) return {std::move(*bad), {}};
+  core::event_body body;
+  if (auto err = core::parse_event_body(req.body, body)) return {error_response(400, *err), {}};
   auto request = std::make_shared<actors::publish_request>();
-  const bool single = !body.is_array();
-  try {
-    if (single) {
-      core::event ev;
-      if (auto err = to_event(body, ev)) return {error_response(400, *err), {}};
-      request->events.push_back(std::move(ev));
-    } else {
-      if (body.empty()) return {error_response(400, "an empty array publishes nothing"), {}};
-      if (body.size() > max_batch) return {error_response(400, "at most 1000 events per publish"), {}};
-      for (std::size_t i = 0; i < body.size(); ++i) {
-        core::event ev;
-        if (auto err = to_event(body[i], ev))
-          return {error_response(400, "event " + std::to_string(i) + ": " + *err), {}};
-        request->events.push_back(std::move(ev));
-      }
-    }
-  } catch (const json::exception& e) {
-    return {error_response(400, std::string("bad event data: ") + e.what()), {}};
-  }
-
+  request->events = std::move(body.events);
+  const bool single = body.single;
   for (const auto& ev : request->events)
     if (!who->who.write.covers(stream, ev.path))
       return {forbidden(who, req,

@@ -87,8 +87,11 @@ struct reader {
     if (!n.IsMap()) return fail(path, "must be a mapping");
     for (const auto& kv : n) {
       auto key = kv.first.as<std::string>();
-      if (std::find(keys.begin(), keys.end(), key) == keys.end())
-        return fail(path + "." + key, "unknown setting");
+      if (std::find(keys.begin(), keys.end(), key) == keys.end()) {
+        std::string where = path;
+        where.append(".").append(key);
+        return fail(where, "unknown setting");
+      }
     }
     return true;
   }

@@ -80,6 +80,9 @@ std::string_view token_problem_name(token_problem p) {
 }
 
 claims_result map_claims(std::string_view payload_json, std::int64_t now_seconds) {
+  // nlohmann stops at a NUL byte and would ignore what follows it.
+  if (payload_json.find('\0') != std::string_view::npos)
+    return refuse(token_problem::malformed, "token payload is not a JSON object");
   json j = json::parse(payload_json, nullptr, false);
   if (j.is_discarded() || !j.is_object())
     return refuse(token_problem::malformed, "token payload is not a JSON object");

@@ -5,6 +5,7 @@
 #include <unordered_map>
 #include <utility>
 
+#include "core/event_body.hpp"
 #include "core/utf8.hpp"
 
 namespace tidings::core {
@@ -69,31 +70,6 @@ bool nests_deeper_than(const json& value, std::size_t limit) {
     if (!node->is_structured()) continue;
     if (depth > limit) return true;
     for (const auto& child : *node) stack.emplace_back(&child, depth + 1);
-  }
-  return false;
-}
-
-// Counts brackets outside strings, so depth is known before parsing.
-bool text_nests_deeper_than(std::string_view text, std::size_t limit) {
-  std::size_t depth = 0;
-  bool in_string = false;
-  bool escaped = false;
-  for (char ch : text) {
-    if (in_string) {
-      if (escaped) {
-        escaped = false;
-      } else if (ch == '\\') {
-        escaped = true;
-      } else if (ch == '"') {
-        in_string = false;
-      }
-    } else if (ch == '"') {
-      in_string = true;
-    } else if (ch == '[' || ch == '{') {
-      if (++depth > limit) return true;
-    } else if ((ch == ']' || ch == '}') && depth > 0) {
-      --depth;
-    }
   }
   return false;
 }
@@ -360,7 +336,7 @@ std::string subject_line(const json& event, const std::string& type) {
 }  // namespace
 
 nlohmann::json parse_state_text(std::string_view text) {
-  if (text_nests_deeper_than(text, max_depth)) return json(std::string(text));
+  if (!json_nesting_within(text, max_depth)) return json(std::string(text));
   json parsed = json::parse(text, nullptr, false);
   if (parsed.is_discarded()) return json(std::string(text));
   return parsed;

@@ -7,12 +7,13 @@
 namespace tidings::cli {
 
 const char* const usage_text =
-    "usage: tidings [--server HOST:PORT] publish STREAM [JSON] [--idempotency-key KEY]\n"
-    "       tidings [--server HOST:PORT] watch STREAM[:PREFIX]... [--since ID] [--once] [--count N]\n"
-    "       tidings [--server HOST:PORT] watch-start NAME URI [--on-event FILE] [--debounce-ms MS]\n"
-    "                                    [--max-wait-ms MS]\n"
-    "       tidings [--server HOST:PORT] watch-list [--json]\n"
-    "       tidings [--server HOST:PORT] watch-stop NAME\n"
+    "usage: tidings [--server HOST:PORT] [--token TOKEN] publish STREAM [JSON] [--idempotency-key KEY]\n"
+    "       tidings [--server HOST:PORT] [--token TOKEN] watch STREAM[:PREFIX]... [--since ID] [--once]\n"
+    "                                                    [--count N]\n"
+    "       tidings [--server HOST:PORT] [--token TOKEN] watch-start NAME URI [--on-event FILE]\n"
+    "                                                    [--debounce-ms MS] [--max-wait-ms MS]\n"
+    "       tidings [--server HOST:PORT] [--token TOKEN] watch-list [--json]\n"
+    "       tidings [--server HOST:PORT] [--token TOKEN] watch-stop NAME\n"
     "\n"
     "publish      POSTs JSON (one event or an array; stdin when absent) and prints the cursors.\n"
     "watch        follows the streams over SSE and prints one line per event:\n"
@@ -24,7 +25,9 @@ const char* const usage_text =
     "             notices go to the stream watch:NAME.\n"
     "watch-list   prints the node's watches as a table; --json prints the server's JSON array.\n"
     "watch-stop   stops the watch NAME.\n"
-    "The server defaults to $TIDINGS_SERVER, else 127.0.0.1:8080.\n";
+    "The server defaults to $TIDINGS_SERVER, else 127.0.0.1:8080.\n"
+    "--token (default $TIDINGS_TOKEN) is sent as \"Authorization: Bearer TOKEN\" with every\n"
+    "request; a node with tenants refuses requests without one.\n";
 
 namespace {
 
@@ -34,6 +37,19 @@ client::endpoint endpoint_or_usage(const std::string& text) {
   } catch (const std::invalid_argument& e) {
     throw usage_error(e.what());
   }
+}
+
+// A bearer token goes into a header line as it is, so it must be one word of
+// printable ASCII (a JWT always is). The message names `origin`, never the token.
+std::string token_or_usage(const std::string& origin, const std::string& text) {
+  if (text.empty()) throw usage_error(origin + " wants a non-empty TOKEN");
+  for (const char ch : text) {
+    const auto c = static_cast<unsigned char>(ch);
+    if (c <= 0x20 || c >= 0x7f) {
+      throw usage_error(origin + " must be one word of printable ASCII (no spaces or line breaks)");
+    }
+  }
+  return text;
 }
 
 std::uint64_t count_or_usage(const std::string& text) {
@@ -57,7 +73,7 @@ std::int64_t millis_or_usage(const std::string& flag, const std::string& text) {
   return value;
 }
 
-// The command an option belongs to; --server and --help belong to every one.
+// The command an option belongs to; --server, --token and --help belong to every one.
 std::string_view owner_of(std::string_view flag) {
   if (flag == "--since" || flag == "--count" || flag == "--once") return "watch";
   if (flag == "--idempotency-key") return "publish";
@@ -68,9 +84,10 @@ std::string_view owner_of(std::string_view flag) {
 
 }  // namespace
 
-cli_options parse_cli(const std::vector<std::string>& args, const char* env_server) {
+cli_options parse_cli(const std::vector<std::string>& args, const char* env_server, const char* env_token) {
   cli_options out;
   std::optional<std::string> server_flag;
+  std::optional<std::string> token_flag;
   std::vector<std::string> positional;
   std::vector<std::pair<std::string, std::string_view>> command_flags;  // option, its command
 
@@ -98,6 +115,8 @@ cli_options parse_cli(const std::vector<std::string>& args, const char* env_serv
       return out;
     } else if (arg == "--server") {
       server_flag = value();
+    } else if (arg == "--token") {
+      token_flag = token_or_usage(arg, value());
     } else if (arg == "--since") {
       out.watch.since = value();
     } else if (arg == "--count") {
@@ -124,9 +143,16 @@ cli_options parse_cli(const std::vector<std::string>& args, const char* env_serv
   }
 
   if (server_flag) {
-    out.server = endpoint_or_usage(*server_flag);
+    out.server.endpoint = endpoint_or_usage(*server_flag);
   } else if (env_server && *env_server) {
-    out.server = endpoint_or_usage(env_server);
+    out.server.endpoint = endpoint_or_usage(env_server);
+  }
+  if (token_flag) {
+    out.server.token = std::move(token_flag);
+    out.server.token_origin = "--token";
+  } else if (env_token && *env_token) {
+    out.server.token = token_or_usage("TIDINGS_TOKEN", env_token);
+    out.server.token_origin = "TIDINGS_TOKEN";
   }
 
   if (positional.empty()) {

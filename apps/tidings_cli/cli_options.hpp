@@ -47,8 +47,17 @@ struct watch_stop_options {
   std::string name;
 };
 
+// The node every command talks to, and the token it shows that node.
+struct server_options {
+  client::endpoint endpoint;
+  // Sent as "Authorization: Bearer TOKEN" on every request and on the SSE
+  // connection. Never printed: messages name only where it came from.
+  std::optional<std::string> token;
+  std::string token_origin;  // "--token" or "TIDINGS_TOKEN"; empty without a token
+};
+
 struct cli_options {
-  client::endpoint server;
+  server_options server;
   bool help = false;
   std::string command;  // "publish", "watch", "watch-start", "watch-list" or "watch-stop"
   publish_options publish;
@@ -58,8 +67,11 @@ struct cli_options {
   watch_stop_options watch_stop;
 };
 
-// `env_server` is $TIDINGS_SERVER (nullptr when unset); --server wins over it.
-cli_options parse_cli(const std::vector<std::string>& args, const char* env_server);
+// `env_server` is $TIDINGS_SERVER and `env_token` $TIDINGS_TOKEN (nullptr when
+// unset; empty counts as unset); --server and --token win over them. A token
+// that is empty (--token) or not one word of printable ASCII is a usage error
+// whose message does not quote it.
+cli_options parse_cli(const std::vector<std::string>& args, const char* env_server, const char* env_token);
 
 extern const char* const usage_text;
 

@@ -16,7 +16,7 @@ int main(int argc, char** argv) {
   const std::vector<std::string> args(argv + 1, argv + argc);
   cli_options opts;
   try {
-    opts = parse_cli(args, std::getenv("TIDINGS_SERVER"));
+    opts = parse_cli(args, std::getenv("TIDINGS_SERVER"), std::getenv("TIDINGS_TOKEN"));
   } catch (const usage_error& e) {
     std::cerr << "tidings: " << e.what() << "\n" << usage_text;
     return 2;

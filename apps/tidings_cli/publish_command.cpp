@@ -6,10 +6,11 @@
 #include <nlohmann/json.hpp>
 
 #include "apps/tidings_cli/event_line.hpp"
+#include "apps/tidings_cli/server_auth.hpp"
 
 namespace tidings::cli {
 
-int run_publish(const client::endpoint& server, const publish_options& opts) {
+int run_publish(const server_options& server, const publish_options& opts) {
   std::string body;
   if (opts.json) {
     body = *opts.json;
@@ -17,13 +18,13 @@ int run_publish(const client::endpoint& server, const publish_options& opts) {
     body.assign(std::istreambuf_iterator<char>(std::cin), std::istreambuf_iterator<char>());
   }
 
-  client::header_list headers{{"Content-Type", "application/json"}};
+  auto headers = with_auth(server, {{"Content-Type", "application/json"}});
   if (opts.idempotency_key) headers.emplace_back("Idempotency-Key", *opts.idempotency_key);
 
   client::http_response res;
   try {
-    res = client::request(server, "POST", "/v1/streams/" + client::url_encode(opts.stream) + "/events", body,
-                          headers);
+    res = client::request(server.endpoint, "POST",
+                          "/v1/streams/" + client::url_encode(opts.stream) + "/events", body, headers);
   } catch (const client::transport_error& e) {
     std::cerr << "tidings: " << e.what() << "\n";
     return 1;
@@ -31,6 +32,7 @@ int run_publish(const client::endpoint& server, const publish_options& opts) {
 
   if (res.status != 200 && res.status != 201) {
     std::cerr << "tidings: " << res.status << ": " << error_message(res.body) << "\n";
+    if (const auto hint = auth_hint(res.status, server)) std::cerr << "tidings: " << *hint << "\n";
     return 1;
   }
   const auto reply = nlohmann::json::parse(res.body, nullptr, false);

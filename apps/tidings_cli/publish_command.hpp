@@ -6,6 +6,6 @@ namespace tidings::cli {
 
 // POSTs the event(s) and prints each returned cursor on its own line.
 // Returns the process exit code.
-int run_publish(const client::endpoint& server, const publish_options& opts);
+int run_publish(const server_options& server, const publish_options& opts);
 
 }  // namespace tidings::cli

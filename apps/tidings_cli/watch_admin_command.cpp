@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "apps/tidings_cli/event_line.hpp"
+#include "apps/tidings_cli/server_auth.hpp"
 #include "apps/tidings_cli/watch_table.hpp"
 
 namespace tidings::cli {
@@ -48,16 +49,23 @@ std::optional<std::string> read_source(const std::string& file, std::string* err
 }
 
 // One request; a transport failure is reported and gives nullopt.
-std::optional<client::http_response> exchange(const client::endpoint& server, const std::string& method,
+std::optional<client::http_response> exchange(const server_options& server, const std::string& method,
                                               const std::string& target, const std::string& body = {}) {
-  client::header_list headers;
+  auto headers = with_auth(server);
   if (!body.empty()) headers.emplace_back("Content-Type", "application/json");
   try {
-    return client::request(server, method, target, body, headers);
+    return client::request(server.endpoint, method, target, body, headers);
   } catch (const client::transport_error& e) {
     std::cerr << "tidings: " << e.what() << "\n";
     return std::nullopt;
   }
+}
+
+// The node said no: its message, and for a 401 what to do about the token. Exit code 1.
+int refused(const client::http_response& res, const server_options& server) {
+  std::cerr << "tidings: " << error_message(res.body) << "\n";
+  if (const auto hint = auth_hint(res.status, server)) std::cerr << "tidings: " << *hint << "\n";
+  return 1;
 }
 
 std::string string_field(const nlohmann::json& obj, const char* key, const std::string& fallback) {
@@ -67,7 +75,7 @@ std::string string_field(const nlohmann::json& obj, const char* key, const std::
 
 }  // namespace
 
-int run_watch_start(const client::endpoint& server, const watch_start_options& opts) {
+int run_watch_start(const server_options& server, const watch_start_options& opts) {
   nlohmann::json request = {{"name", opts.name}, {"uri", opts.uri}};
   if (opts.on_event_file) {
     std::string error;
@@ -92,10 +100,7 @@ int run_watch_start(const client::endpoint& server, const watch_start_options& o
 
   const auto res = exchange(server, "POST", watches_target, body);
   if (!res) return 1;
-  if (res->status != 200 && res->status != 201) {
-    std::cerr << "tidings: " << error_message(res->body) << "\n";
-    return 1;
-  }
+  if (res->status != 200 && res->status != 201) return refused(*res, server);
   const auto reply = nlohmann::json::parse(res->body, nullptr, false);
   if (!reply.is_object()) {
     std::cerr << "tidings: unexpected reply: " << res->body << "\n";
@@ -107,13 +112,10 @@ int run_watch_start(const client::endpoint& server, const watch_start_options& o
   return 0;
 }
 
-int run_watch_list(const client::endpoint& server, const watch_list_options& opts) {
+int run_watch_list(const server_options& server, const watch_list_options& opts) {
   const auto res = exchange(server, "GET", watches_target);
   if (!res) return 1;
-  if (res->status != 200) {
-    std::cerr << "tidings: " << error_message(res->body) << "\n";
-    return 1;
-  }
+  if (res->status != 200) return refused(*res, server);
   if (opts.json) {
     std::cout << res->body;
     if (res->body.empty() || res->body.back() != '\n') std::cout << "\n";
@@ -128,14 +130,11 @@ int run_watch_list(const client::endpoint& server, const watch_list_options& opt
   return 0;
 }
 
-int run_watch_stop(const client::endpoint& server, const watch_stop_options& opts) {
+int run_watch_stop(const server_options& server, const watch_stop_options& opts) {
   const auto res =
       exchange(server, "DELETE", std::string(watches_target) + "/" + client::url_encode(opts.name));
   if (!res) return 1;
-  if (res->status != 200) {
-    std::cerr << "tidings: " << error_message(res->body) << "\n";
-    return 1;
-  }
+  if (res->status != 200) return refused(*res, server);
   const auto reply = nlohmann::json::parse(res->body, nullptr, false);
   if (!reply.is_object() || !reply.contains("stopped") || !reply["stopped"].is_boolean()) {
     std::cerr << "tidings: unexpected reply: " << res->body << "\n";

@@ -12,13 +12,13 @@ namespace tidings::cli {
 // POSTs the watch (the filter read from its file first) and prints
 // "started NAME on URI (shape: SHAPE)", or "replaced ..." when the server
 // replaced a watch of that name.
-int run_watch_start(const client::endpoint& server, const watch_start_options& opts);
+int run_watch_start(const server_options& server, const watch_start_options& opts);
 
 // Prints the watches as a table (see watch_table), or the server's JSON.
-int run_watch_list(const client::endpoint& server, const watch_list_options& opts);
+int run_watch_list(const server_options& server, const watch_list_options& opts);
 
 // Prints "stopped NAME"; a watch that did not exist is
 // "tidings: no watch named NAME" on stderr and exit 1.
-int run_watch_stop(const client::endpoint& server, const watch_stop_options& opts);
+int run_watch_stop(const server_options& server, const watch_stop_options& opts);
 
 }  // namespace tidings::cli

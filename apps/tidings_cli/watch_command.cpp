@@ -8,6 +8,7 @@
 
 #include "apps/tidings_cli/event_line.hpp"
 #include "apps/tidings_cli/reconnect_backoff.hpp"
+#include "apps/tidings_cli/server_auth.hpp"
 #include "client/sse_client.hpp"
 
 namespace tidings::cli {
@@ -67,20 +68,22 @@ outcome on_resync(const nlohmann::json& data, watch_state& st) {
   return outcome::ended;
 }
 
-outcome watch_once(const client::endpoint& server, const watch_options& opts, watch_state& st,
+outcome watch_once(const server_options& server, const watch_options& opts, watch_state& st,
                    reconnect_backoff& backoff) {
-  client::header_list headers;
+  auto headers = with_auth(server);
   if (!st.resume_id.empty()) headers.emplace_back("Last-Event-ID", st.resume_id);
 
   std::unique_ptr<client::sse_stream> stream;
   try {
-    stream = std::make_unique<client::sse_stream>(server, sse_target(opts, st), headers, connect_timeout);
+    stream =
+        std::make_unique<client::sse_stream>(server.endpoint, sse_target(opts, st), headers, connect_timeout);
   } catch (const client::transport_error& e) {
     std::cerr << "tidings: " << e.what() << "\n";
     return outcome::failed;
   }
   if (stream->status() != 200) {
     std::cerr << "tidings: " << stream->status() << ": " << error_message(stream->error_body()) << "\n";
+    if (const auto hint = auth_hint(stream->status(), server)) std::cerr << "tidings: " << *hint << "\n";
     // A 4xx will not get better by asking again; a 5xx (draining) may.
     return stream->status() < 500 ? outcome::fatal : outcome::failed;
   }
@@ -133,7 +136,9 @@ outcome watch_once(const client::endpoint& server, const watch_options& opts, wa
       std::cerr << "tidings: server closing (" << json_text(obj, "reason") << ")\n";
       return outcome::ended;
     } else if (msg.event == "unauthorized") {
+      // The token expired, was revoked or lost its key mid-session.
       std::cerr << "tidings: unauthorized: " << msg.data << "\n";
+      if (const auto hint = auth_hint(401, server)) std::cerr << "tidings: " << *hint << "\n";
       return outcome::fatal;
     }
   }
@@ -141,7 +146,7 @@ outcome watch_once(const client::endpoint& server, const watch_options& opts, wa
 
 }  // namespace
 
-int run_watch(const client::endpoint& server, const watch_options& opts) {
+int run_watch(const server_options& server, const watch_options& opts) {
   watch_state st;
   st.since = opts.since;
   reconnect_backoff backoff;

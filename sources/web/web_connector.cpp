@@ -46,9 +46,10 @@ web_connector::web_connector(boost::asio::io_context& ioc, web_config cfg) : ioc
     }
     if (r.kind == strategy::webhook && r.token.empty()) {
       r.token = random_uuid_v4();
-      // A scratch run's URL changes at every start; set a token for anything real.
-      logging::info("webhook.token_generated",
-                    {{"uri", r.uri}, {"url", "/webhooks/resource-updated/" + r.token}});
+      // Tokens are credentials and never logged whole (docs/security.md):
+      // a generated one only keeps a scratch resource unreachable until the
+      // config sets one.
+      logging::info("webhook.token_generated", {{"uri", r.uri}, {"token", token_hint(r.token)}});
     }
   }
 }

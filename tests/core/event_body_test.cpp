@@ -24,7 +24,7 @@ std::string nested(std::size_t depth) {
 
 }  // namespace
 
-TEST_CASE("one object is one event", "[event_body]") {
+TEST_CASE("event_body: one object is one event", "[event_body]") {
   event_body body;
   REQUIRE_FALSE(
       parse_event_body(R"({"path":"/a.md","type":"UPDATED","data":{"b":1, "a":[true, null]}})", body));
@@ -35,7 +35,7 @@ TEST_CASE("one object is one event", "[event_body]") {
   CHECK(body.events[0].data_json == R"({"a":[true,null],"b":1})");
 }
 
-TEST_CASE("missing fields take the event defaults", "[event_body]") {
+TEST_CASE("event_body: missing fields take the event defaults", "[event_body]") {
   event_body body;
   REQUIRE_FALSE(parse_event_body("{}", body));
   REQUIRE(body.events.size() == 1);
@@ -44,7 +44,7 @@ TEST_CASE("missing fields take the event defaults", "[event_body]") {
   CHECK(body.events[0].data_json == "null");
 }
 
-TEST_CASE("an array is a batch in order", "[event_body]") {
+TEST_CASE("event_body: an array is a batch in order", "[event_body]") {
   event_body body;
   REQUIRE_FALSE(parse_event_body(R"([{"path":"/1"},{"path":"/2","data":"x"}])", body));
   CHECK_FALSE(body.single);
@@ -59,7 +59,7 @@ TEST_CASE("an array is a batch in order", "[event_body]") {
   CHECK(one.events.size() == 1);
 }
 
-TEST_CASE("batch size limits", "[event_body]") {
+TEST_CASE("event_body: batch size limits", "[event_body]") {
   event_body body;
   CHECK(parse_event_body("[]", body) == "an empty array publishes nothing");
   CHECK(parse_event_body(" [ ] ", body) == "an empty array publishes nothing");
@@ -71,7 +71,7 @@ TEST_CASE("batch size limits", "[event_body]") {
   CHECK(too_many.events.empty());
 }
 
-TEST_CASE("bad fields get the publisher's reason", "[event_body]") {
+TEST_CASE("event_body: bad fields get the publisher's reason", "[event_body]") {
   event_body body;
   CHECK(parse_event_body("42", body) == "an event must be a JSON object");
   CHECK(parse_event_body(R"({"path":1})", body) == "\"path\" must be a string");
@@ -85,7 +85,7 @@ TEST_CASE("bad fields get the publisher's reason", "[event_body]") {
   CHECK(body.events.empty());  // untouched on failure
 }
 
-TEST_CASE("bad paths are refused", "[event_body]") {
+TEST_CASE("event_body: bad paths are refused", "[event_body]") {
   event_body body;
   CHECK(parse_event_body(R"({"path":"a"})", body) == "\"path\" path must start with '/'");
   CHECK(parse_event_body(R"({"path":""})", body) == "\"path\" path must start with '/'");
@@ -96,7 +96,7 @@ TEST_CASE("bad paths are refused", "[event_body]") {
         "event 1: \"path\" path must start with '/'");
 }
 
-TEST_CASE("nesting is limited before parsing", "[event_body]") {
+TEST_CASE("event_body: nesting is limited before parsing", "[event_body]") {
   CHECK(json_nesting_within(nested(max_json_nesting), max_json_nesting));
   CHECK_FALSE(json_nesting_within(nested(max_json_nesting + 1), max_json_nesting));
   // Brackets inside strings, escaped quotes included, do not count.
@@ -113,7 +113,7 @@ TEST_CASE("nesting is limited before parsing", "[event_body]") {
   CHECK(parse_event_body(std::string(100000, '['), body) == "JSON nests deeper than 128 levels");
 }
 
-TEST_CASE("malformed JSON says where", "[event_body]") {
+TEST_CASE("event_body: malformed JSON says where", "[event_body]") {
   event_body body;
   auto err = parse_event_body(R"({"path":)", body);
   REQUIRE(err);
@@ -127,7 +127,7 @@ TEST_CASE("malformed JSON says where", "[event_body]") {
   CHECK(body.events.empty());
 }
 
-TEST_CASE("invalid UTF-8 in data is refused", "[event_body]") {
+TEST_CASE("event_body: invalid UTF-8 in data is refused", "[event_body]") {
   event_body body;
   auto err = parse_event_body("{\"data\":\"caf\xc3\"}", body);
   REQUIRE(err);

@@ -121,7 +121,7 @@ TEST_CASE("a reload that removes the admitting key ends its sessions (SIGHUP and
   ::kill(node.process().pid(), SIGHUP);
   auto data = await_unauthorized(a, 2s);
   CHECK(clock_type::now() - started < 2s);
-  CHECK(data["reason"] == "token no longer valid: unknown kid");
+  CHECK(data["reason"] == "token no longer valid: the key that verified it is no longer configured");
   core::sse_message m;
   CHECK(b.next(m, 300ms) != client::sse_stream::result::closed);
   CHECK(client::request(ep, "GET", "/v1/streams", {}, bearer(hs)).status == 401);
