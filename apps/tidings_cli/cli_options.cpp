@@ -7,13 +7,12 @@
 namespace tidings::cli {
 
 const char* const usage_text =
-    "usage: tidings [--server HOST:PORT] [--token TOKEN] publish STREAM [JSON] [--idempotency-key KEY]\n"
-    "       tidings [--server HOST:PORT] [--token TOKEN] watch STREAM[:PREFIX]... [--since ID] [--once]\n"
-    "                                                    [--count N]\n"
-    "       tidings [--server HOST:PORT] [--token TOKEN] watch-start NAME URI [--on-event FILE]\n"
-    "                                                    [--debounce-ms MS] [--max-wait-ms MS]\n"
-    "       tidings [--server HOST:PORT] [--token TOKEN] watch-list [--json]\n"
-    "       tidings [--server HOST:PORT] [--token TOKEN] watch-stop NAME\n"
+    "usage: tidings [OPTIONS] publish STREAM [JSON] [--idempotency-key KEY]\n"
+    "       tidings [OPTIONS] watch STREAM[:PREFIX]... [--since ID] [--once] [--count N]\n"
+    "       tidings [OPTIONS] watch-start NAME URI [--on-event FILE] [--debounce-ms MS]\n"
+    "                         [--max-wait-ms MS]\n"
+    "       tidings [OPTIONS] watch-list [--json]\n"
+    "       tidings [OPTIONS] watch-stop NAME\n"
     "\n"
     "publish      POSTs JSON (one event or an array; stdin when absent) and prints the cursors.\n"
     "watch        follows the streams over SSE and prints one line per event:\n"
@@ -25,9 +24,11 @@ const char* const usage_text =
     "             notices go to the stream watch:NAME.\n"
     "watch-list   prints the node's watches as a table; --json prints the server's JSON array.\n"
     "watch-stop   stops the watch NAME.\n"
-    "The server defaults to $TIDINGS_SERVER, else 127.0.0.1:8080.\n"
-    "--token (default $TIDINGS_TOKEN) is sent as \"Authorization: Bearer TOKEN\" with every\n"
-    "request; a node with tenants refuses requests without one.\n";
+    "\n"
+    "OPTIONS (every command):\n"
+    "--server HOST:PORT  the node; defaults to $TIDINGS_SERVER, else 127.0.0.1:8080.\n"
+    "--token TOKEN       sent as \"Authorization: Bearer TOKEN\" with every request (a node with\n"
+    "                    tenants refuses requests without one); defaults to $TIDINGS_TOKEN.\n";
 
 namespace {
 
