@@ -31,6 +31,16 @@ route_result api::revoke_tokens(const http_request& req, const caller& who) {
 
 route_result api::reload_config(const caller& who) {
   auto [status, body] = security_.reload();
+  // The node's file holds every tenant; a tenant's admin learns only that it
+  // failed (the node's log and the audit line have the reason).
+  if (status != 200 && !who->anonymous) {
+    security_.audit.record("reload", {{"tenant", who->who.tenant},
+                                      {"by", who->who.subject},
+                                      {"via", "POST /admin/v1/reload"},
+                                      {"status", status},
+                                      {"result", body}});
+    return {error_response(status, "the config did not reload; the node's log says why"), {}};
+  }
   security_.audit.record("reload", {{"tenant", who->who.tenant},
                                     {"by", who->who.subject},
                                     {"via", "POST /admin/v1/reload"},

@@ -64,6 +64,8 @@ route_result api::handle(const http_request& req, responder respond) {
     return {method_not_allowed("POST"), {}};
   }
   if (req.method == "OPTIONS") return {preflight(req), {}};
+  // A near-miss webhook path (a doubled slash) still carries a token.
+  if (path.starts_with("/webhooks/")) return {error_response(404, "no such webhook route"), {}};
 
   auto admitted = security_.auth.authenticate(req);
   if (!admitted.auth) {

@@ -95,7 +95,8 @@ auth_outcome auth_service::authenticate(const http_request& req) const {
         "parameter or the tidings_token cookie)";
     return out;
   }
-  auto verified = verify_token(*token, tenants()->tenants, now_seconds());
+  auto table = tenants();  // one snapshot for the verify and the key it used
+  auto verified = verify_token(*token, table->tenants, now_seconds());
   if (!verified.principal) {
     out.problem = verified.problem;
     out.error = verified.error;
@@ -109,7 +110,6 @@ auth_outcome auth_service::authenticate(const http_request& req) const {
   auto a = std::make_shared<session_auth>();
   a->who = std::move(*verified.principal);
   a->key_id = std::move(verified.key_id);
-  auto table = tenants();
   if (const auto* t = table->find(a->who.tenant))
     for (std::size_t i = 0; i < t->keys.size(); ++i)
       if (key_id(*t, i) == a->key_id) a->key_material = t->keys[i].material;

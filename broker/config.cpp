@@ -253,6 +253,7 @@ parse_outcome parse_config(const std::vector<std::string>& args) {
             "refusing to listen on " + c.listen_host +
                 ": without tenants (no auth) only loopback is allowed; configure tenants: first"};
   if (c.audit_log.empty()) c.audit_log = c.data_dir + "/audit.ndjson";
+  if (c.max_connections_per_address == 0) c.max_connections_per_address = c.tenants.empty() ? SIZE_MAX : 256;
   return {c, {}};
 }
 

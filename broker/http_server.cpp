@@ -93,7 +93,7 @@ class connection_table : public std::enable_shared_from_this<connection_table> {
   class slot {
    public:
     slot(std::shared_ptr<connection_table> table, net::ip::address address)
-        : table_(std::move(table)), address_(address) {}
+        : table_(std::move(table)), address_(std::move(address)) {}
     ~slot() { table_->release(address_); }
     slot(const slot&) = delete;
     slot& operator=(const slot&) = delete;
@@ -139,7 +139,7 @@ std::shared_ptr<const std::string> refusal_reply(const std::string& message) {
 
 // Writes the prepared 429 and closes, reading nothing: the connection was
 // never counted and costs the node only this one write.
-void refuse(tcp::socket socket, std::shared_ptr<const std::string> reply) {
+void refuse(tcp::socket socket, const std::shared_ptr<const std::string>& reply) {
   auto stream = std::make_shared<beast::tcp_stream>(std::move(socket));
   stream->expires_after(refusal_write_deadline);
   net::async_write(*stream, net::buffer(*reply), [stream, reply](beast::error_code, std::size_t) {

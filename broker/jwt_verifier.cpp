@@ -15,7 +15,6 @@ namespace {
 using json = nlohmann::json;
 using core::token_problem;
 
-constexpr std::string_view no_key = "no key of this node can verify the token";
 constexpr std::uint8_t invalid = 0xff;  // not a base64url character
 
 verify_result refuse(token_problem p, std::string why) {
@@ -188,9 +187,16 @@ verify_result verify_token(std::string_view token, const std::vector<tenant_spec
       const auto& k = tenant->keys[i];
       if (k.alg == alg && (!kid || k.kid == *kid)) candidates.push_back(i);
     }
-  // The same words whether or not the tenant exists, so they do not tell.
-  if (candidates.empty())
-    return refuse(token_problem::unknown_key, kid ? "unknown kid" : std::string(no_key));
+  // Which tenants exist, and which of their keys, must not show: "unknown
+  // kid" only for a kid no tenant of the node has (kids are not secret);
+  // every other miss reads as a bad signature.
+  if (candidates.empty()) {
+    bool kid_known = false;
+    for (const auto& t : tenants)
+      for (const auto& k : t.keys) kid_known = kid_known || (kid && k.kid == *kid);
+    if (kid && !kid_known) return refuse(token_problem::unknown_key, "unknown kid");
+    return refuse(token_problem::signature, "signature does not verify");
+  }
 
   std::optional<std::size_t> verified;
   if (signature_size_fits(alg, signature->size())) {

@@ -155,12 +155,16 @@ int run_node(const config& cfg) {
     });
     auto usage = std::make_shared<usage_limits>();
     auto reload = [&cfg, &auth]() -> std::pair<unsigned, nlohmann::json> {
+      auto failed = [](unsigned status, const std::string& error) -> std::pair<unsigned, nlohmann::json> {
+        logging::warn("node.reload_failed", {{"error", error}});
+        return {status, {{"error", error}}};
+      };
       std::vector<tenant_spec> tenants;
       std::vector<std::string> restart_needed;
       if (auto err = reload_tenants(cfg.config_path, cfg, &tenants, &restart_needed))
-        return {400, {{"error", *err}}};
-      if (auto err = compile_scopes(tenants)) return {400, {{"error", *err}}};
-      if (auto err = auth.reload(std::move(tenants))) return {409, {{"error", *err}}};
+        return failed(400, *err);
+      if (auto err = compile_scopes(tenants)) return failed(400, *err);
+      if (auto err = auth.reload(std::move(tenants))) return failed(409, *err);
       logging::info("node.reloaded", {{"restart_needed", static_cast<std::uint64_t>(restart_needed.size())}});
       return {200, {{"reloaded", true}, {"restart_needed", restart_needed}}};
     };
@@ -205,7 +209,6 @@ int run_node(const config& cfg) {
       if (sig != SIGHUP) break;
       auto [status, body] = reload();
       audit.record("reload", {{"via", "SIGHUP"}, {"status", status}, {"result", body}});
-      if (status != 200) logging::warn("node.reload_failed", {{"error", body.value("error", std::string())}});
     }
     logging::info("node.draining", {{"signal", static_cast<std::int64_t>(sig)}});
 

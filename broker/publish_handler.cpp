@@ -76,6 +76,11 @@ route_result api::publish(const std::string& stream, const http_request& req, co
       return {forbidden(who, req,
                         "the token has no write grant for stream '" + stream + "' at path '" + ev.path + "'"),
               {}};
+  if (limits.publish_rate > 0 && static_cast<double>(request->events.size()) > limits.publish_burst)
+    return {error_response(413, "a batch of " + std::to_string(request->events.size()) +
+                                    " events is more than the tenant's publish burst (" +
+                                    std::to_string(static_cast<long long>(limits.publish_burst)) + ")"),
+            {}};
   std::chrono::milliseconds retry_after{0};
   if (limits.publish_rate > 0 &&
       !security_.limits.admit_publish(who->who.tenant, request->events.size(), limits, &retry_after)) {

@@ -9,24 +9,25 @@ namespace {
 using json = nlohmann::json;
 
 // Sessions of one I/O thread see the same frames one after another, so the
-// parsed event is kept per thread for the last few frames. A frame is alive
-// while it is checked, and the key includes stream and seq, so a reused
-// address cannot be mistaken for an old frame.
-const json& parsed_event(std::string_view stream, const core::sse_frame& f) {
+// parsed event is kept per thread for the last few frames. The address and
+// seq only find a candidate: a freed frame's address can be reused by
+// another tenant's frame of the same seq, so a hit also needs the same bytes
+// (which carry stream, cursor and content).
+const json& parsed_event(const core::sse_frame& f) {
   struct entry {
     const core::sse_frame* frame = nullptr;
     std::uint64_t seq = 0;
-    std::string stream;
+    std::string bytes;
     json value;
   };
   thread_local std::array<entry, 64> cache;
   thread_local std::size_t next = 0;
   for (auto& e : cache)
-    if (e.frame == &f && e.seq == f.seq && e.stream == stream) return e.value;
+    if (e.frame == &f && e.seq == f.seq && e.bytes == f.bytes) return e.value;
   auto& e = cache[next++ % cache.size()];
   e.frame = &f;
   e.seq = f.seq;
-  e.stream = std::string(stream);
+  e.bytes = f.bytes;
   // "data: {...}\n\n": event JSON is compact, so it is one data line.
   auto body = f.body();
   if (body.starts_with("data: ")) body.remove_prefix(6);
@@ -105,7 +106,7 @@ bool session_access::admits(std::size_t index, std::string_view stream, const co
   const auto& s = streams_[index];
   if (!s.whole && !s.read.covers_path(f.path)) return false;
   if (!s.scope) return true;
-  const auto& event = parsed_event(stream, f);
+  const auto& event = parsed_event(f);
   if (!event.is_object()) return false;
   if (s.scope->kind == scope_kind::subject) {
     auto ptr = json::json_pointer(s.scope->field);
@@ -118,8 +119,12 @@ bool session_access::admits(std::size_t index, std::string_view stream, const co
 }
 
 std::chrono::system_clock::time_point session_access::expires_at() const {
-  if (auth_->anonymous) return std::chrono::system_clock::time_point::max();
-  return std::chrono::system_clock::time_point(std::chrono::seconds(auth_->who.expires_at));
+  using tp = std::chrono::system_clock::time_point;
+  // exp as far as 9999-12-31 is common for "never"; past what a time_point
+  // holds (year 2262) it is never.
+  const auto last = std::chrono::duration_cast<std::chrono::seconds>(tp::max().time_since_epoch()).count();
+  if (auth_->anonymous || auth_->who.expires_at >= last) return tp::max();
+  return tp(std::chrono::seconds(auth_->who.expires_at));
 }
 
 std::optional<std::string> session_access::recheck() {

@@ -70,6 +70,12 @@ route_result api::open_sse(const http_request& req, const caller& who, responder
               {}};
     out.resume = std::move(*cursors);
   }
+  // The session's slot first: a request over its tenant's limit must not
+  // spawn hubs for streams that do not exist yet.
+  std::string why;
+  auto slot = security_.limits.acquire_session(who->who.tenant, who->who.subject, limits, &why);
+  if (!slot) return {error_response(429, why), {}};
+  out.holds.push_back(std::move(slot));
   for (auto& sel : out.streams) {
     if (!hubs_.admit_subscriber({out.tenant, sel.stream}))
       return {error_response(429, "too many watched streams that do not exist yet (limit " +
@@ -77,10 +83,6 @@ route_result api::open_sse(const http_request& req, const caller& who, responder
                                       sel.stream + "' first, or retry later"),
               {}};
   }
-  std::string why;
-  auto slot = security_.limits.acquire_session(who->who.tenant, who->who.subject, limits, &why);
-  if (!slot) return {error_response(429, why), {}};
-  out.holds.push_back(std::move(slot));
   if (!uris.empty()) return open_sse_with_sources(std::move(out), std::move(uris), who, std::move(respond));
   guard_session(out, who);
   return {{}, std::move(out)};

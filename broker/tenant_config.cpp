@@ -4,6 +4,7 @@
 #include <openssl/err.h>
 #include <openssl/evp.h>
 #include <openssl/pem.h>
+#include <openssl/sha.h>
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
@@ -282,7 +283,7 @@ bool parse_limits(reader& r, const Node& n, const std::string& path, tenant_limi
            count_field{"sse_sessions", 1, 1'000'000, &out->sse_sessions},
            count_field{"sse_sessions_per_subject", 1, 1'000'000, &out->sse_sessions_per_subject},
            count_field{"streams_per_session", 1, 128, &out->streams_per_session},
-           count_field{"watches", 0, 100'000, &out->watches},
+           count_field{"watches", 1, 100'000, &out->watches},
            count_field{"max_body_bytes", 64, 64 << 20, &out->max_body_bytes},
        })
     if (n[f.name] && !r.count(n[f.name], path + "." + f.name, f.lo, f.hi, f.slot)) return false;
@@ -396,9 +397,21 @@ std::string_view key_alg_name(key_alg a) {
   return "unknown";
 }
 
+// A kid-less key is named by a fingerprint of its material, not its
+// position, so adding a key in front of it does not rename it.
 std::string key_id(const tenant_spec& tenant, std::size_t index) {
-  const auto& kid = index < tenant.keys.size() ? tenant.keys[index].kid : std::string();
-  return tenant.id + "#" + (kid.empty() ? std::to_string(index) : kid);
+  if (index >= tenant.keys.size()) return tenant.id + "#";
+  const auto& key = tenant.keys[index];
+  if (!key.kid.empty()) return tenant.id + "#" + key.kid;
+  unsigned char digest[SHA256_DIGEST_LENGTH];
+  SHA256(reinterpret_cast<const unsigned char*>(key.material.data()), key.material.size(), digest);
+  static constexpr char hex[] = "0123456789abcdef";
+  std::string id = tenant.id + "#sha256:";
+  for (int i = 0; i < 8; ++i) {
+    id += hex[digest[i] >> 4];
+    id += hex[digest[i] & 15];
+  }
+  return id;
 }
 
 std::optional<std::string> parse_tenants(const YAML::Node& node, std::vector<tenant_spec>* out) {

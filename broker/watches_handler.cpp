@@ -95,13 +95,25 @@ route_result api::start_watch(const http_request& req, const caller& who, respon
   // Managing a watch writes its notice stream; it reads what it watches.
   if (!who->who.write.covers_prefix("watch:" + spec.id.name, ""))
     return {forbidden(who, req, "the token has no write grant for watch:" + spec.id.name), {}};
+  // A watch's feed is not checked per event, and its notices go to
+  // watch:NAME: its creator must be able to read everything it reads. A
+  // filter's read_resource/list_resources reach any stream of the tenant.
   std::string ignored;
   if (auto target = core::parse_stream_uri(spec.uri, &ignored)) {
-    if (!who->who.read.covers_prefix(target->stream, target->prefix))
-      return {forbidden(who, req, "the token has no read grant for stream '" + target->stream + "'"), {}};
+    if (!who->who.read.covers_all_under(target->stream, target->prefix))
+      return {forbidden(who, req,
+                        "a watch needs a read grant covering every path it reads: the whole stream '" +
+                            target->stream + "', or a grant ending in /** above its prefix"),
+              {}};
   } else if (!who->who.read.covers_prefix("src:*", "")) {
     return {forbidden(who, req, "watching upstream resources needs a read grant on src:*"), {}};
   }
+  if (spec.on_event && !who->who.read.covers_tenant())
+    return {
+        forbidden(
+            who, req,
+            "a watch filter can read any stream of the tenant (read_resource); it needs a read grant on *"),
+        {}};
 
   auto request = std::make_shared<actors::watch_start_request>();
   request->spec = spec;

@@ -118,6 +118,10 @@ claims_result map_claims(std::string_view payload_json, std::int64_t now_seconds
   if (p.expires_at <= now_seconds) return refuse(token_problem::expired, "token expired");
   if (p.not_before && *p.not_before > now_seconds)
     return refuse(token_problem::not_yet_valid, "token not yet valid (nbf)");
+  // A subject's revocation refuses tokens issued before it; an iat in the
+  // future would slip past it (a minute of clock skew is allowed).
+  if (p.issued_at && *p.issued_at > now_seconds + 60)
+    return refuse(token_problem::not_yet_valid, "token not yet valid (issued in the future)");
 
   if (auto it = j.find("tidings"); it != j.end()) {
     if (!it->is_object()) return refuse(token_problem::claims, "claim 'tidings' must be an object");

@@ -152,6 +152,26 @@ bool grant_set::covers(std::string_view stream, std::string_view path) const {
   });
 }
 
+bool grant_set::covers_all_under(std::string_view stream, std::string_view prefix) const {
+  return std::any_of(grants_.begin(), grants_.end(), [&](const grant& g) {
+    if (!grant_matches_stream(g, stream)) return false;
+    if (g.any_path) return true;
+    // "/lit/.../lit/**" covers exactly the paths below "/lit/.../lit/".
+    if (g.segments.empty() || g.segments.back() != "**") return false;
+    std::string literal;
+    for (std::size_t i = 0; i + 1 < g.segments.size(); ++i) {
+      if (g.segments[i] == "*" || g.segments[i] == "**") return false;
+      literal += '/' + g.segments[i];
+    }
+    return prefix.starts_with(literal + '/');
+  });
+}
+
+bool grant_set::covers_tenant() const {
+  return std::any_of(grants_.begin(), grants_.end(),
+                     [](const grant& g) { return g.stream == "*" && g.any_path; });
+}
+
 grant_set grant_set::for_stream(std::string_view stream) const {
   std::vector<grant> out;
   for (const auto& g : grants_)

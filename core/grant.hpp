@@ -41,6 +41,11 @@ class grant_set {
   // Some grant names the stream and can match a path under the prefix.
   bool covers_prefix(std::string_view stream, std::string_view prefix) const;
   bool covers(std::string_view stream, std::string_view path) const;
+  // Every path that starts with `prefix` is covered (for readers that are
+  // not checked per event, such as a watch's feed).
+  bool covers_all_under(std::string_view stream, std::string_view prefix) const;
+  // A "*" grant on every path: the whole tenant.
+  bool covers_tenant() const;
   // The grants that name this stream, so a session checks each event
   // against those few only; whole-stream grants make per-event checks moot.
   grant_set for_stream(std::string_view stream) const;

@@ -73,6 +73,10 @@ void sse_session::start() {
   }
   wait_readable();
   wait_expiry();
+  // The credential may have been revoked while the session waited to start
+  // (a uri= source's first read); from here on recheck_sessions reaches it.
+  if (request_.guard)
+    if (auto reason = request_.guard->recheck()) end_unauthorized(*reason);
   do_write();
 }
 

@@ -101,7 +101,7 @@ TEST_CASE("jwt_verifier: HS256, RS256 and ES256 tokens verify") {
   SECTION("RS256 from a key without a kid") {
     auto r = verify(testing::mint(key_alg::rs256, k().rsa_a.private_pem, claims("acme")));
     REQUIRE(r.principal);
-    CHECK(r.key_id == "acme#2");
+    CHECK(r.key_id.starts_with("acme#sha256:"));  // a kid-less key: its fingerprint
   }
   SECTION("ES256, as libjwt mints it (R||S)") {
     auto token = testing::mint(key_alg::es256, k().ec_a.private_pem, claims("acme"), "kid-ec-1");
@@ -120,8 +120,10 @@ TEST_CASE("jwt_verifier: HS256, RS256 and ES256 tokens verify") {
     auto r = verify(testing::mint(key_alg::hs256, secret_b, claims("beta", "bob")));
     REQUIRE(r.principal);
     CHECK(r.principal->tenant == "beta");
-    CHECK(r.key_id == "beta#0");
-    CHECK(verify(testing::mint(key_alg::rs256, k().rsa_b.private_pem, claims("beta"))).key_id == "beta#1");
+    CHECK(r.key_id.starts_with("beta#sha256:"));
+    auto rs = verify(testing::mint(key_alg::rs256, k().rsa_b.private_pem, claims("beta"))).key_id;
+    CHECK(rs.starts_with("beta#sha256:"));
+    CHECK(rs != r.key_id);
   }
 }
 
@@ -145,9 +147,9 @@ TEST_CASE("jwt_verifier: a kid selects its key only") {
     check_refused(verify(testing::mint(key_alg::hs256, secret_a1, claims("acme"), "kid-alpha-9")),
                   token_problem::unknown_key, "unknown kid");
   }
-  SECTION("a kid of another alg") {
+  SECTION("a kid of another alg reads as a bad signature (the kid exists)") {
     check_refused(verify(testing::mint(key_alg::hs256, secret_a1, claims("acme"), "kid-ec-1")),
-                  token_problem::unknown_key, "unknown kid");
+                  token_problem::signature, "signature does not verify");
   }
   SECTION("signed with one key, naming the other") {
     check_refused(verify(testing::mint(key_alg::hs256, secret_a2, claims("acme"), "kid-alpha-1")),
@@ -194,7 +196,7 @@ TEST_CASE("jwt_verifier: algs other than HS256, RS256 and ES256 are refused") {
 TEST_CASE("jwt_verifier: algorithm confusion: an RSA public key is never an HMAC secret") {
   SECTION("a tenant with only an RS256 key") {
     auto forged = testing::mint(key_alg::hs256, k().rsa_a.public_pem, claims("rsa-only"));
-    check_refused(verify(forged), token_problem::unknown_key, "no key of this node can verify the token");
+    check_refused(verify(forged), token_problem::signature, "signature does not verify");
   }
   SECTION("a tenant with HS256 and RS256 keys tries only its HS256 secrets") {
     auto forged = testing::mint(key_alg::hs256, k().rsa_a.public_pem, claims("acme"));
@@ -325,19 +327,26 @@ TEST_CASE("jwt_verifier: one tenant's keys never verify another tenant's tokens"
   }
 }
 
-TEST_CASE("jwt_verifier: an unknown tenant reads the same as a missing key") {
+TEST_CASE("jwt_verifier: an unknown tenant or a missing key reads as a bad signature") {
   auto unknown_tenant = verify(testing::mint(key_alg::hs256, secret_a1, claims("nobody")));
   auto no_es_key = verify(testing::mint(key_alg::es256, k().ec_b.private_pem, claims("beta")));
-  check_refused(unknown_tenant, token_problem::unknown_key, "no key of this node can verify the token");
-  check_refused(no_es_key, token_problem::unknown_key, "no key of this node can verify the token");
-  // With a kid: "unknown kid" whether or not the tenant exists.
+  auto wrong_secret = verify(testing::mint(key_alg::hs256, secret_b, claims("acme")));
+  check_refused(unknown_tenant, token_problem::signature, "signature does not verify");
+  check_refused(no_es_key, token_problem::signature, "signature does not verify");
+  check_refused(wrong_secret, token_problem::signature, "signature does not verify");
+  // A kid some tenant has: still a bad signature, wherever it is sent.
   check_refused(verify(testing::mint(key_alg::hs256, secret_a1, claims("nobody"), "kid-alpha-1")),
-                token_problem::unknown_key, "unknown kid");
+                token_problem::signature, "signature does not verify");
   check_refused(verify(testing::mint(key_alg::hs256, secret_b, claims("beta"), "kid-alpha-1")),
+                token_problem::signature, "signature does not verify");
+  // A kid no tenant has is named as such, whatever the tenant.
+  check_refused(verify(testing::mint(key_alg::hs256, secret_a1, claims("nobody"), "kid-nowhere")),
+                token_problem::unknown_key, "unknown kid");
+  check_refused(verify(testing::mint(key_alg::hs256, secret_a1, claims("acme"), "kid-nowhere")),
                 token_problem::unknown_key, "unknown kid");
   // No tenants configured at all.
   check_refused(verify_token(testing::mint(key_alg::hs256, secret_a1, claims("acme")), {}, now),
-                token_problem::unknown_key, "no key of this node can verify the token");
+                token_problem::signature, "signature does not verify");
 }
 
 TEST_CASE("jwt_verifier: tokens that are not JWS are malformed") {

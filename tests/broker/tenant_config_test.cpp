@@ -112,7 +112,7 @@ TEST_CASE("tenant_config: a full tenants section parses") {
       ec_file.path() +
       "\n"
       "    limits: {sse_sessions: 10, sse_sessions_per_subject: 2, streams_per_session: 128,\n"
-      "             watches: 0, publish_rate: 2.5, publish_burst: 5, max_body_bytes: 4096}\n"
+      "             watches: 1, publish_rate: 2.5, publish_burst: 5, max_body_bytes: 4096}\n"
       "    allowed_origins: [https://app.example, 'http://127.0.0.1:8080', 'http://[::1]:3000']\n"
       "    notification_scopes:\n"
       "      - {stream: inbox, scope: subject, field: /data/owner}\n"
@@ -139,7 +139,7 @@ TEST_CASE("tenant_config: a full tenants section parses") {
   CHECK(t.limits.sse_sessions == 10);
   CHECK(t.limits.sse_sessions_per_subject == 2);
   CHECK(t.limits.streams_per_session == 128);
-  CHECK(t.limits.watches == 0);
+  CHECK(t.limits.watches == 1);
   CHECK(t.limits.publish_rate == 2.5);
   CHECK(t.limits.publish_burst == 5);
   CHECK(t.limits.max_body_bytes == 4096);
@@ -153,7 +153,12 @@ TEST_CASE("tenant_config: a full tenants section parses") {
   CHECK(t.scopes[1].kind == scope_kind::expression);
   CHECK(t.scopes[1].expression == "has(subscriber.groups, \"finance\")");
   CHECK(key_id(t, 0) == "acme#k1");
-  CHECK(key_id(t, 1) == "acme#1");
+  // A kid-less key is named by its material, so inserting a key before it
+  // does not rename it.
+  CHECK(key_id(t, 1).starts_with("acme#sha256:"));
+  auto shifted = t;
+  shifted.keys.insert(shifted.keys.begin(), shifted.keys[2]);
+  CHECK(key_id(shifted, 2) == key_id(t, 1));
   CHECK(key_id(t, 2) == "acme#ec");
 
   const auto& b = out[1];

@@ -77,4 +77,9 @@ TEST_CASE("expiry and not-before are checked against the given time") {
   j["nbf"] = now + 5;
   CHECK(map_claims(j.dump(), now).problem == token_problem::not_yet_valid);
   CHECK(map_claims(j.dump(), now + 5).problem == token_problem::expired);
+  auto later = good();
+  later["iat"] = now + 61;
+  CHECK(map_claims(later.dump(), now).problem == token_problem::not_yet_valid);
+  later["iat"] = now + 60;
+  CHECK(map_claims(later.dump(), now).value);
 }

@@ -89,6 +89,19 @@ TEST_CASE("many double stars stay cheap") {
   CHECK(grant_matches_path(g, path.substr(0, path.size() - 2)));
 }
 
+TEST_CASE("covering everything under a prefix takes a whole-stream grant or a literal /**") {
+  grant_set set({parsed("docs:/a/**"), parsed("wiki"), parsed("notes:/x/*/**")});
+  CHECK(set.covers_all_under("docs", "/a/"));
+  CHECK(set.covers_all_under("docs", "/a/b"));
+  CHECK_FALSE(set.covers_all_under("docs", "/a"));  // would include /ab
+  CHECK_FALSE(set.covers_all_under("docs", ""));
+  CHECK(set.covers_all_under("wiki", ""));
+  CHECK_FALSE(set.covers_all_under("notes", "/x/y/"));
+  CHECK_FALSE(set.covers_tenant());
+  CHECK(grant_set({parsed("*")}).covers_tenant());
+  CHECK_FALSE(grant_set({parsed("*:/a/**")}).covers_tenant());
+}
+
 TEST_CASE("a grant set narrows to one stream's grants") {
   grant_set set({parsed("docs:/a/**"), parsed("other"), parsed("d*:/z")});
   CHECK(set.covers("docs", "/a/1"));

@@ -154,11 +154,12 @@ TEST_CASE("every bad token gets a 401 that says what is wrong", "[security]") {
   // A token of acme that claims globex verifies with no globex key; a tenant
   // that does not exist gets the same words as one that does.
   auto forged = tenant_node::payload(token_spec().tenant("globex"));
-  check(mint(broker::key_alg::hs256, node.acme_secret(), forged, "k1"), "unknown kid");
-  check(mint(broker::key_alg::hs256, node.acme_secret(), forged), "no key of this node");
+  check(mint(broker::key_alg::hs256, node.acme_secret(), forged, "k1"), "signature does not verify");
+  check(mint(broker::key_alg::hs256, node.acme_secret(), forged), "signature does not verify");
   auto nobody = tenant_node::payload(token_spec().tenant("nosuch"));
-  check(mint(broker::key_alg::hs256, node.acme_secret(), nobody, "k1"), "unknown kid");
-  check(mint(broker::key_alg::hs256, node.acme_secret(), nobody), "no key of this node");
+  check(mint(broker::key_alg::hs256, node.acme_secret(), nobody, "k1"), "signature does not verify");
+  check(mint(broker::key_alg::hs256, node.acme_secret(), nobody), "signature does not verify");
+  check(mint(broker::key_alg::hs256, node.acme_secret(), nobody, "k-nowhere"), "unknown kid");
   // The other ways a browser can carry a token.
   auto token = node.token(token_spec());
   CHECK(client::request(ep, "GET", "/v1/streams?access_token=" + token).status == 200);
@@ -194,4 +195,27 @@ TEST_CASE("browsers: only the tenant's origins get CORS answers", "[security]") 
   client::sse_stream session(ep, "/v1/sse?stream=docs&access_token=" + token,
                              {{"Origin", "https://app.example"}});
   await_hello(session);
+}
+
+TEST_CASE("a watch reads only what its creator may read in full", "[security]") {
+  tenant_node node;
+  auto ep = node.endpoint();
+  auto intern = node.token(token_spec().sub("ivy").read({"docs:/public/**", "watch:iw"}).write({"watch:iw"}));
+  auto start = [&](const std::string& token, const json& body) {
+    return client::request(ep, "POST", "/v1/watches", body.dump(),
+                           {{"Authorization", "Bearer " + token}, {"Content-Type", "application/json"}});
+  };
+  // The whole stream, a prefix the grant only overlaps, or a filter (whose
+  // read_resource reaches every stream) are refused.
+  CHECK(start(intern, {{"name", "iw"}, {"uri", "stream://docs"}}).status == 403);
+  CHECK(start(intern, {{"name", "iw"}, {"uri", "stream://docs/pub"}}).status == 403);
+  auto filtered =
+      start(intern, {{"name", "iw"}, {"uri", "stream://docs/public/"}, {"on_event", "return event.path"}});
+  CHECK(filtered.status == 403);
+  CHECK(error_of(filtered).find("read grant on *") != std::string::npos);
+  CHECK(start(intern, {{"name", "iw"}, {"uri", "stream://docs/public/"}}).status == 201);
+  CHECK(start(intern, {{"name", "other"}, {"uri", "stream://docs/public/"}}).status == 403);
+  CHECK(start(node.token(token_spec()),
+              {{"name", "all"}, {"uri", "stream://docs"}, {"on_event", "return event.path"}})
+            .status == 201);
 }
