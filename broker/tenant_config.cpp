@@ -13,7 +13,7 @@
 #include <fstream>
 #include <memory>
 
-#include "broker/upstream_config.hpp"  // interpolate_env
+#include "broker/yaml_reader.hpp"
 #include "core/grant.hpp"
 
 namespace tidings::broker {
@@ -29,74 +29,6 @@ constexpr std::size_t max_keys_per_tenant = 16;
 constexpr std::size_t min_hmac_secret_bytes = 32;
 constexpr std::size_t max_pem_bytes = 64 << 10;
 constexpr std::size_t max_expression_bytes = 16 << 10;
-
-// Errors carry the setting's path, e.g. "tenants[0].keys[1].secret".
-struct reader {
-  std::optional<std::string> error;
-
-  bool fail(const std::string& path, const std::string& message) {
-    if (!error) error = path + ": " + message;
-    return false;
-  }
-
-  bool text(const Node& n, const std::string& path, std::string* out) {
-    if (!n.IsScalar()) return fail(path, "must be a single value");
-    std::string value;
-    if (auto e = interpolate_env(n.as<std::string>(), &value)) return fail(path, *e);
-    *out = std::move(value);
-    return true;
-  }
-
-  bool texts(const Node& n, const std::string& path, std::vector<std::string>* out) {
-    if (!n.IsSequence()) return fail(path, "must be a list");
-    out->clear();
-    for (std::size_t i = 0; i < n.size(); ++i) {
-      std::string s;
-      if (!text(n[i], path + "[" + std::to_string(i) + "]", &s)) return false;
-      out->push_back(std::move(s));
-    }
-    return true;
-  }
-
-  bool count(const Node& n, const std::string& path, std::size_t lo, std::size_t hi, std::size_t* out) {
-    std::string s;
-    if (!text(n, path, &s)) return false;
-    unsigned long long v = 0;
-    auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
-    if (s.empty() || ec != std::errc() || end != s.data() + s.size() || v < lo || v > hi)
-      return fail(path, "must be a whole number from " + std::to_string(lo) + " to " + std::to_string(hi));
-    *out = static_cast<std::size_t>(v);
-    return true;
-  }
-
-  // A finite number in (lo, hi]: rates and bursts.
-  bool number(const Node& n, const std::string& path, double lo, double hi, const std::string& range,
-              double* out) {
-    std::string s;
-    if (!text(n, path, &s)) return false;
-    double v = 0;
-    auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
-    if (s.empty() || ec != std::errc() || end != s.data() + s.size() || !std::isfinite(v) || v <= lo ||
-        v > hi)
-      return fail(path, "must be a number " + range);
-    *out = v;
-    return true;
-  }
-
-  // Every key of a mapping must be known: a typo must not pass silently.
-  bool known_keys(const Node& n, const std::string& path, std::initializer_list<std::string_view> keys) {
-    if (!n.IsMap()) return fail(path, "must be a mapping");
-    for (const auto& kv : n) {
-      auto key = kv.first.as<std::string>();
-      if (std::find(keys.begin(), keys.end(), key) == keys.end()) {
-        std::string where = path;
-        where.append(".").append(key);
-        return fail(where, "unknown setting");
-      }
-    }
-    return true;
-  }
-};
 
 std::string quoted(const std::string& s) {
   return "\"" + s + "\"";
@@ -221,7 +153,7 @@ std::optional<std::string> read_small_file(const std::string& path, std::string*
   return std::nullopt;
 }
 
-bool parse_key(reader& r, const Node& n, const std::string& path, verification_key* out) {
+bool parse_key(yaml_reader& r, const Node& n, const std::string& path, verification_key* out) {
   if (!r.known_keys(n, path, {"kid", "alg", "secret", "public_key", "public_key_file"})) return false;
   if (n["kid"]) {
     if (!r.text(n["kid"], path + ".kid", &out->kid)) return false;
@@ -269,7 +201,7 @@ bool parse_key(reader& r, const Node& n, const std::string& path, verification_k
   return true;
 }
 
-bool parse_limits(reader& r, const Node& n, const std::string& path, tenant_limits* out) {
+bool parse_limits(yaml_reader& r, const Node& n, const std::string& path, tenant_limits* out) {
   if (!r.known_keys(n, path,
                     {"sse_sessions", "sse_sessions_per_subject", "streams_per_session", "watches",
                      "publish_rate", "publish_burst", "max_body_bytes"}))
@@ -298,7 +230,7 @@ bool parse_limits(reader& r, const Node& n, const std::string& path, tenant_limi
   return true;
 }
 
-bool parse_scope(reader& r, const Node& n, const std::string& path, notification_scope* out) {
+bool parse_scope(yaml_reader& r, const Node& n, const std::string& path, notification_scope* out) {
   if (!r.known_keys(n, path, {"stream", "scope", "field", "expression"})) return false;
   if (!n["stream"]) return r.fail(path, "needs stream (a stream name, '*' allowed)");
   if (!r.text(n["stream"], path + ".stream", &out->stream)) return false;
@@ -331,7 +263,7 @@ bool parse_scope(reader& r, const Node& n, const std::string& path, notification
   return true;
 }
 
-bool parse_tenant(reader& r, const Node& n, const std::string& path, tenant_spec* out) {
+bool parse_tenant(yaml_reader& r, const Node& n, const std::string& path, tenant_spec* out) {
   if (!r.known_keys(n, path, {"id", "keys", "limits", "allowed_origins", "notification_scopes"}))
     return false;
   if (!n["id"]) return r.fail(path, "needs id");
@@ -415,14 +347,14 @@ std::string key_id(const tenant_spec& tenant, std::size_t index) {
 }
 
 std::optional<std::string> parse_tenants(const YAML::Node& node, std::vector<tenant_spec>* out) {
-  reader r;
+  yaml_reader r;
   std::vector<tenant_spec> tenants;
   try {
     if (!node.IsSequence()) return "tenants: must be a list of tenants";
     for (std::size_t i = 0; i < node.size(); ++i) {
       auto path = "tenants[" + std::to_string(i) + "]";
       tenant_spec t;
-      if (!parse_tenant(r, node[i], path, &t)) return r.error;
+      if (!parse_tenant(r, node[i], path, &t)) return r.error();
       for (std::size_t j = 0; j < tenants.size(); ++j)
         if (tenants[j].id == t.id)
           return path + ".id: " + quoted(t.id) + " is already used by tenants[" + std::to_string(j) + "]";

@@ -3,6 +3,7 @@
 #include <yaml-cpp/yaml.h>
 #include <cstdlib>
 
+#include "broker/yaml_reader.hpp"
 #include "sources/file/file_connector.hpp"
 #include "sources/kube/kube_connector.hpp"
 #include "sources/mcp/mcp_connector.hpp"
@@ -14,76 +15,7 @@ namespace {
 
 using YAML::Node;
 
-// Errors carry the setting's path, e.g. "upstreams.mcp.memory.command".
-struct reader {
-  std::string where;
-  std::optional<std::string> error;
-
-  bool fail(const std::string& path, const std::string& message) {
-    if (!error) error = where + "." + path + ": " + message;
-    return false;
-  }
-
-  bool string(const Node& n, const std::string& path, std::string* out) {
-    if (!n.IsScalar()) return fail(path, "must be a single value");
-    std::string text;
-    if (auto e = interpolate_env(n.as<std::string>(), &text)) return fail(path, *e);
-    *out = std::move(text);
-    return true;
-  }
-
-  bool strings(const Node& n, const std::string& path, std::vector<std::string>* out) {
-    if (!n.IsSequence()) return fail(path, "must be a list");
-    out->clear();
-    for (std::size_t i = 0; i < n.size(); ++i) {
-      std::string s;
-      if (!string(n[i], path + "[" + std::to_string(i) + "]", &s)) return false;
-      out->push_back(std::move(s));
-    }
-    return true;
-  }
-
-  template <class Map>
-  bool string_map(const Node& n, const std::string& path, Map* out) {
-    if (!n.IsMap()) return fail(path, "must be a mapping");
-    for (const auto& kv : n) {
-      auto key = kv.first.as<std::string>();
-      std::string value;
-      std::string where = path;
-      where.append(".").append(key);
-      if (!string(kv.second, where, &value)) return false;
-      out->insert(out->end(), {key, value});
-    }
-    return true;
-  }
-
-  bool millis(const Node& n, const std::string& path, std::chrono::milliseconds* out) {
-    std::string text;
-    if (!string(n, path, &text)) return false;
-    char* end = nullptr;
-    auto v = std::strtoll(text.c_str(), &end, 10);
-    if (text.empty() || *end != '\0' || v < 1 || v > 86'400'000)
-      return fail(path, "must be milliseconds from 1 to 86400000");
-    *out = std::chrono::milliseconds(v);
-    return true;
-  }
-
-  // Every key of a mapping must be known: a typo must not pass silently.
-  bool known_keys(const Node& n, const std::string& path, std::initializer_list<std::string_view> keys) {
-    if (!n.IsMap()) return fail(path, "must be a mapping");
-    for (const auto& kv : n) {
-      auto key = kv.first.as<std::string>();
-      if (std::find(keys.begin(), keys.end(), key) == keys.end()) {
-        std::string where = path;
-        where.append(".").append(key);
-        return fail(where, "unknown setting");
-      }
-    }
-    return true;
-  }
-};
-
-bool parse_mcp(reader& r, const Node& section, upstreams_config* out) {
+bool parse_mcp(yaml_reader& r, const Node& section, upstreams_config* out) {
   if (!section.IsMap()) return r.fail("mcp", "must map server names to their settings");
   for (const auto& kv : section) {
     auto name = kv.first.as<std::string>();
@@ -95,13 +27,13 @@ bool parse_mcp(reader& r, const Node& section, upstreams_config* out) {
     if (s["command"] && s["url"]) return r.fail(path, "has both command (stdio) and url (http); pick one");
     if (s["command"]) {
       c.transport = sources::mcp::transport_kind::stdio;
-      if (!r.strings(s["command"], path + ".command", &c.command)) return false;
+      if (!r.texts(s["command"], path + ".command", &c.command)) return false;
       if (c.command.empty()) return r.fail(path + ".command", "must name a program");
       if (s["env"] && !r.string_map(s["env"], path + ".env", &c.env)) return false;
-      if (s["cwd"] && !r.string(s["cwd"], path + ".cwd", &c.cwd)) return false;
+      if (s["cwd"] && !r.text(s["cwd"], path + ".cwd", &c.cwd)) return false;
     } else if (s["url"]) {
       c.transport = sources::mcp::transport_kind::http;
-      if (!r.string(s["url"], path + ".url", &c.url)) return false;
+      if (!r.text(s["url"], path + ".url", &c.url)) return false;
       if (s["headers"] && !r.string_map(s["headers"], path + ".headers", &c.headers)) return false;
     } else {
       return r.fail(path, "needs command (stdio) or url (Streamable HTTP)");
@@ -112,7 +44,7 @@ bool parse_mcp(reader& r, const Node& section, upstreams_config* out) {
   return true;
 }
 
-bool parse_kube(reader& r, const Node& section, upstreams_config* out) {
+bool parse_kube(yaml_reader& r, const Node& section, upstreams_config* out) {
   if (!section.IsMap()) return r.fail("kube", "must map context names to their API servers");
   for (const auto& kv : section) {
     auto name = kv.first.as<std::string>();
@@ -124,8 +56,8 @@ bool parse_kube(reader& r, const Node& section, upstreams_config* out) {
     sources::kube::kube_config c;
     c.context = name;
     if (!s["server"]) return r.fail(path, "needs server (http://host:port of the API server)");
-    if (!r.string(s["server"], path + ".server", &c.server)) return false;
-    if (s["token"] && !r.string(s["token"], path + ".token", &c.token)) return false;
+    if (!r.text(s["server"], path + ".server", &c.server)) return false;
+    if (s["token"] && !r.text(s["token"], path + ".token", &c.token)) return false;
     if (s["timeout_ms"] && !r.millis(s["timeout_ms"], path + ".timeout_ms", &c.request_timeout)) return false;
     if (s["watch_idle_timeout_ms"] &&
         !r.millis(s["watch_idle_timeout_ms"], path + ".watch_idle_timeout_ms", &c.watch_idle_timeout))
@@ -135,7 +67,7 @@ bool parse_kube(reader& r, const Node& section, upstreams_config* out) {
   return true;
 }
 
-bool parse_postgres(reader& r, const Node& section, upstreams_config* out) {
+bool parse_postgres(yaml_reader& r, const Node& section, upstreams_config* out) {
   if (!section.IsMap()) return r.fail("postgres", "must map database names to their settings");
   for (const auto& kv : section) {
     auto name = kv.first.as<std::string>();
@@ -147,8 +79,8 @@ bool parse_postgres(reader& r, const Node& section, upstreams_config* out) {
     sources::postgres::postgres_config c;
     c.name = name;
     if (!s["conninfo"]) return r.fail(path, "needs conninfo (a libpq connection string)");
-    if (!r.string(s["conninfo"], path + ".conninfo", &c.conninfo)) return false;
-    if (s["path_field"] && !r.string(s["path_field"], path + ".path_field", &c.path_field)) return false;
+    if (!r.text(s["conninfo"], path + ".conninfo", &c.conninfo)) return false;
+    if (s["path_field"] && !r.text(s["path_field"], path + ".path_field", &c.path_field)) return false;
     if (s["connect_timeout_ms"] &&
         !r.millis(s["connect_timeout_ms"], path + ".connect_timeout_ms", &c.connect_timeout))
       return false;
@@ -157,11 +89,11 @@ bool parse_postgres(reader& r, const Node& section, upstreams_config* out) {
   return true;
 }
 
-bool parse_files(reader& r, const Node& section, upstreams_config* out) {
+bool parse_files(yaml_reader& r, const Node& section, upstreams_config* out) {
   if (!r.known_keys(section, "files", {"roots"})) return false;
   sources::file::file_config c;
   if (!section["roots"]) return r.fail("files", "needs roots (the directories that may be watched)");
-  if (!r.strings(section["roots"], "files.roots", &c.roots)) return false;
+  if (!r.texts(section["roots"], "files.roots", &c.roots)) return false;
   for (const auto& root : c.roots)
     if (root.empty() || root.front() != '/')
       return r.fail("files.roots", "'" + root + "' is not an absolute path");
@@ -169,14 +101,15 @@ bool parse_files(reader& r, const Node& section, upstreams_config* out) {
   return true;
 }
 
-bool parse_backend(reader& r, const Node& n, const std::string& path, sources::web::backend_config* out) {
+bool parse_backend(yaml_reader& r, const Node& n, const std::string& path,
+                   sources::web::backend_config* out) {
   if (!r.known_keys(n, path, {"url", "headers", "expected_status_codes", "timeout_ms"})) return false;
   if (!n["url"]) return r.fail(path, "needs url");
-  if (!r.string(n["url"], path + ".url", &out->url)) return false;
+  if (!r.text(n["url"], path + ".url", &out->url)) return false;
   if (n["headers"] && !r.string_map(n["headers"], path + ".headers", &out->headers)) return false;
   if (n["expected_status_codes"]) {
     std::vector<std::string> codes;
-    if (!r.strings(n["expected_status_codes"], path + ".expected_status_codes", &codes)) return false;
+    if (!r.texts(n["expected_status_codes"], path + ".expected_status_codes", &codes)) return false;
     out->expected_status_codes.clear();
     for (const auto& c : codes) {
       char* end = nullptr;
@@ -190,14 +123,14 @@ bool parse_backend(reader& r, const Node& n, const std::string& path, sources::w
   return true;
 }
 
-bool parse_resource(reader& r, const Node& n, const std::string& path,
+bool parse_resource(yaml_reader& r, const Node& n, const std::string& path,
                     sources::web::web_resource_config* out) {
   if (!r.known_keys(n, path, {"uri", "name", "description", "mime_type", "backend", "watch"})) return false;
   if (!n["uri"]) return r.fail(path, "needs uri");
-  if (!r.string(n["uri"], path + ".uri", &out->uri)) return false;
-  if (n["name"] && !r.string(n["name"], path + ".name", &out->name)) return false;
-  if (n["description"] && !r.string(n["description"], path + ".description", &out->description)) return false;
-  if (n["mime_type"] && !r.string(n["mime_type"], path + ".mime_type", &out->mime_type)) return false;
+  if (!r.text(n["uri"], path + ".uri", &out->uri)) return false;
+  if (n["name"] && !r.text(n["name"], path + ".name", &out->name)) return false;
+  if (n["description"] && !r.text(n["description"], path + ".description", &out->description)) return false;
+  if (n["mime_type"] && !r.text(n["mime_type"], path + ".mime_type", &out->mime_type)) return false;
   if (n["backend"]) {
     out->backend.emplace();
     if (!parse_backend(r, n["backend"], path + ".backend", &*out->backend)) return false;
@@ -209,12 +142,12 @@ bool parse_resource(reader& r, const Node& n, const std::string& path,
   auto spath = path + ".watch.strategy";
   if (!r.known_keys(s, spath, {"type", "token", "previous_tokens", "interval_ms"})) return false;
   std::string type;
-  if (!s["type"] || !r.string(s["type"], spath + ".type", &type)) return r.fail(spath, "needs type");
+  if (!s["type"] || !r.text(s["type"], spath + ".type", &type)) return r.fail(spath, "needs type");
   if (type == "webhook") {
     out->kind = sources::web::strategy::webhook;
-    if (s["token"] && !r.string(s["token"], spath + ".token", &out->token)) return false;
+    if (s["token"] && !r.text(s["token"], spath + ".token", &out->token)) return false;
     if (s["previous_tokens"] &&
-        !r.strings(s["previous_tokens"], spath + ".previous_tokens", &out->previous_tokens))
+        !r.texts(s["previous_tokens"], spath + ".previous_tokens", &out->previous_tokens))
       return false;
     std::erase(out->previous_tokens, std::string());
   } else if (type == "poll") {
@@ -248,31 +181,31 @@ std::optional<std::string> interpolate_env(const std::string& text, std::string*
 }
 
 std::optional<std::string> parse_upstreams(const YAML::Node& section, upstreams_config* out) {
-  reader r{"upstreams", std::nullopt};
+  yaml_reader r("upstreams");
   *out = upstreams_config();
   try {
     if (!r.known_keys(section, "", {"mcp", "kube", "postgres", "files", "resources", "allowed_origins"})) {
       // known_keys names the path as "upstreams..key"; tidy it.
-      auto e = *r.error;
+      auto e = *r.error();
       if (auto p = e.find(".."); p != std::string::npos) e.erase(p, 1);
       return e;
     }
-    if (section["mcp"] && !parse_mcp(r, section["mcp"], out)) return r.error;
-    if (section["kube"] && !parse_kube(r, section["kube"], out)) return r.error;
-    if (section["postgres"] && !parse_postgres(r, section["postgres"], out)) return r.error;
-    if (section["files"] && !parse_files(r, section["files"], out)) return r.error;
+    if (section["mcp"] && !parse_mcp(r, section["mcp"], out)) return r.error();
+    if (section["kube"] && !parse_kube(r, section["kube"], out)) return r.error();
+    if (section["postgres"] && !parse_postgres(r, section["postgres"], out)) return r.error();
+    if (section["files"] && !parse_files(r, section["files"], out)) return r.error();
     if (section["resources"]) {
       const auto& list = section["resources"];
       if (!list.IsSequence()) return "upstreams.resources: must be a list";
       for (std::size_t i = 0; i < list.size(); ++i) {
         sources::web::web_resource_config c;
-        if (!parse_resource(r, list[i], "resources[" + std::to_string(i) + "]", &c)) return r.error;
+        if (!parse_resource(r, list[i], "resources[" + std::to_string(i) + "]", &c)) return r.error();
         out->web.resources.push_back(std::move(c));
       }
     }
     if (section["allowed_origins"] &&
-        !r.strings(section["allowed_origins"], "allowed_origins", &out->web.allowed_origins))
-      return r.error;
+        !r.texts(section["allowed_origins"], "allowed_origins", &out->web.allowed_origins))
+      return r.error();
   } catch (const YAML::Exception& e) {
     return "upstreams: " + std::string(e.what());
   }
