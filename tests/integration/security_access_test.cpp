@@ -21,15 +21,9 @@ json body_of(const client::http_response& r) {
   return json::parse(r.body, nullptr, false);
 }
 
-std::string error_of(const client::http_response& r) {
-  auto j = body_of(r);
-  return j.is_object() && j.contains("error") ? j["error"].get<std::string>() : "(no error field) " + r.body;
-}
-
 client::http_response publish(const client::endpoint& ep, const std::string& token, const std::string& stream,
                               const json& body) {
-  return client::request(ep, "POST", "/v1/streams/" + stream + "/events", body.dump(),
-                         {{"Authorization", "Bearer " + token}, {"Content-Type", "application/json"}});
+  return post_json(ep, token, "/v1/streams/" + stream + "/events", body.dump());
 }
 
 client::http_response get(const client::endpoint& ep, const std::string& token, const std::string& target) {
@@ -202,8 +196,7 @@ TEST_CASE("a watch reads only what its creator may read in full", "[security]") 
   auto ep = node.endpoint();
   auto intern = node.token(token_spec().sub("ivy").read({"docs:/public/**", "watch:iw"}).write({"watch:iw"}));
   auto start = [&](const std::string& token, const json& body) {
-    return client::request(ep, "POST", "/v1/watches", body.dump(),
-                           {{"Authorization", "Bearer " + token}, {"Content-Type", "application/json"}});
+    return post_json(ep, token, "/v1/watches", body.dump());
   };
   // The whole stream, a prefix the grant only overlaps, or a filter (whose
   // read_resource reaches every stream) are refused.

@@ -20,17 +20,6 @@ using namespace tidings;
 using namespace tidings::testing;
 using nlohmann::json;
 
-client::http_response post(const client::endpoint& ep, const std::string& token, const std::string& target,
-                           const std::string& body) {
-  return client::request(ep, "POST", target, body,
-                         {{"Authorization", "Bearer " + token}, {"Content-Type", "application/json"}});
-}
-
-std::string error_of(const client::http_response& r) {
-  auto j = json::parse(r.body, nullptr, false);
-  return j.is_object() && j.contains("error") ? j["error"].get<std::string>() : r.body;
-}
-
 }  // namespace
 
 TEST_CASE("each tenant limit refuses past it and the node keeps serving", "[security]") {
@@ -84,29 +73,29 @@ TEST_CASE("each tenant limit refuses past it and the node keeps serving", "[secu
   SECTION("publish rate") {
     auto five = json::array();
     for (int i = 0; i < 5; ++i) five.push_back({{"path", "/x"}, {"data", i}});
-    CHECK(post(ep, ann, "/v1/streams/docs/events", five.dump()).status == 201);
-    auto over = post(ep, ann, "/v1/streams/docs/events", R"({"path":"/x"})");
+    CHECK(post_json(ep, ann, "/v1/streams/docs/events", five.dump()).status == 201);
+    auto over = post_json(ep, ann, "/v1/streams/docs/events", R"({"path":"/x"})");
     CHECK(over.status == 429);
     CHECK(error_of(over).find("5 events/s") != std::string::npos);
     CHECK(!over.headers["retry-after"].empty());
-    CHECK(post(ep, globex, "/v1/streams/docs/events", R"({"path":"/x"})").status == 201);
+    CHECK(post_json(ep, globex, "/v1/streams/docs/events", R"({"path":"/x"})").status == 201);
     healthy();
   }
   SECTION("watches per tenant") {
-    auto w1 = post(ep, ann, "/v1/watches", R"({"name":"w1","uri":"stream://docs"})");
+    auto w1 = post_json(ep, ann, "/v1/watches", R"({"name":"w1","uri":"stream://docs"})");
     CHECK(w1.status == 201);
-    auto w2 = post(ep, ann, "/v1/watches", R"({"name":"w2","uri":"stream://docs"})");
+    auto w2 = post_json(ep, ann, "/v1/watches", R"({"name":"w2","uri":"stream://docs"})");
     CHECK(w2.status == 409);
     CHECK(error_of(w2).find("watch limit 1") != std::string::npos);
-    CHECK(post(ep, globex, "/v1/watches", R"({"name":"w2","uri":"stream://docs"})").status == 201);
+    CHECK(post_json(ep, globex, "/v1/watches", R"({"name":"w2","uri":"stream://docs"})").status == 201);
     healthy();
   }
   SECTION("request body size") {
     std::string big = R"({"path":"/x","data":")" + std::string(3000, 'x') + "\"}";
-    auto r = post(ep, ann, "/v1/streams/docs/events", big);
+    auto r = post_json(ep, ann, "/v1/streams/docs/events", big);
     CHECK(r.status == 413);
     CHECK(error_of(r).find("2000 bytes") != std::string::npos);
-    CHECK(post(ep, globex, "/v1/streams/docs/events", big).status == 201);
+    CHECK(post_json(ep, globex, "/v1/streams/docs/events", big).status == 201);
     healthy();
   }
 }

@@ -23,8 +23,7 @@ using clock_type = std::chrono::steady_clock;
 
 client::http_response post(const client::endpoint& ep, const std::string& token, const std::string& target,
                            const json& body) {
-  return client::request(ep, "POST", target, body.dump(),
-                         {{"Authorization", "Bearer " + token}, {"Content-Type", "application/json"}});
+  return post_json(ep, token, target, body.dump());
 }
 
 // The next non-heartbeat message must be `unauthorized`, within `timeout`.

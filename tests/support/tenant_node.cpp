@@ -25,6 +25,18 @@ client::header_list bearer(const std::string& token) {
   return {{"Authorization", "Bearer " + token}};
 }
 
+client::http_response post_json(const client::endpoint& ep, const std::string& token,
+                                const std::string& target, const std::string& body) {
+  return client::request(ep, "POST", target, body,
+                         {{"Authorization", "Bearer " + token}, {"Content-Type", "application/json"}});
+}
+
+std::string error_of(const client::http_response& r) {
+  auto j = nlohmann::json::parse(r.body, nullptr, false);
+  return j.is_object() && j.contains("error") && j["error"].is_string() ? j["error"].get<std::string>()
+                                                                        : r.body;
+}
+
 tenant_node::tenant_node(std::string acme_extra, std::vector<std::string> args)
     : acme_extra_(std::move(acme_extra)),
       args_(std::move(args)),

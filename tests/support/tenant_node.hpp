@@ -83,5 +83,10 @@ class tenant_node {
 
 // Request helpers with a bearer token.
 client::header_list bearer(const std::string& token);
+// POST of a JSON body with a bearer token.
+client::http_response post_json(const client::endpoint& ep, const std::string& token,
+                                const std::string& target, const std::string& body);
+// The response's {"error"} text, or its whole body when it has none.
+std::string error_of(const client::http_response& r);
 
 }  // namespace tidings::testing
