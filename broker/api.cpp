@@ -106,7 +106,7 @@ route_result api::route(const http_request& req, const caller& who, responder re
     return {method_not_allowed("GET"), {}};
   }
   if (auto name = segment_between(path, "/v1/streams/", ""); !name.empty()) {
-    if (get) return {get_stream(std::string(name), who), {}};
+    if (get) return {get_stream(std::string(name), req, who), {}};
     return {method_not_allowed("GET"), {}};
   }
   if (path == "/v1/watches" || path == "/v1/watches/") {
@@ -116,7 +116,7 @@ route_result api::route(const http_request& req, const caller& who, responder re
   }
   if (auto name = segment_between(path, "/v1/watches/", ""); !name.empty()) {
     if (get) return list_watches(std::string(name), who, std::move(respond));
-    if (req.method == "DELETE") return stop_watch(std::string(name), who, std::move(respond));
+    if (req.method == "DELETE") return stop_watch(std::string(name), req, who, std::move(respond));
     return {method_not_allowed("GET, DELETE"), {}};
   }
   if (path == "/v1/sse") {

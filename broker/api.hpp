@@ -60,7 +60,7 @@ class api {
                        responder respond);
   http_response history(const std::string& stream, const http_request& req, const caller& who);
   http_response list_streams(const caller& who);
-  http_response get_stream(const std::string& stream, const caller& who);
+  http_response get_stream(const std::string& stream, const http_request& req, const caller& who);
   route_result open_sse(const http_request& req, const caller& who, responder respond);
   // Subscribes the session's uri= sources, then answers with the session.
   route_result open_sse_with_sources(relay::sse_request out, std::vector<std::string> uris, caller who,
@@ -75,7 +75,8 @@ class api {
   route_result start_watch(const http_request& req, const caller& who, responder respond);
   // All of the tenant's watches, or the one named.
   route_result list_watches(std::optional<std::string> name, const caller& who, responder respond);
-  route_result stop_watch(const std::string& name, const caller& who, responder respond);
+  route_result stop_watch(const std::string& name, const http_request& req, const caller& who,
+                          responder respond);
   // /admin/v1/tokens/revoke, /admin/v1/reload
   route_result revoke_tokens(const http_request& req, const caller& who);
   route_result reload_config(const caller& who);

@@ -53,10 +53,10 @@ http_response api::list_streams(const caller& who) {
   return {200, body + "]}", "application/json", {}, {}};
 }
 
-http_response api::get_stream(const std::string& stream, const caller& who) {
+http_response api::get_stream(const std::string& stream, const http_request& req, const caller& who) {
   if (!core::readable_stream_name(stream)) return error_response(400, "bad stream name '" + stream + "'");
   if (!who->who.read.covers_prefix(stream, ""))
-    return error_response(403, "the token has no read grant for stream '" + stream + "'");
+    return forbidden(who, req, "the token has no read grant for stream '" + stream + "'");
   std::optional<persistence::stream_meta> meta;
   if (auto s = store_.get_stream(who->who.tenant, stream, &meta); !s.ok()) return storage_error(s);
   if (!meta) return error_response(404, "no stream named '" + stream + "'");

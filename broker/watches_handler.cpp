@@ -150,10 +150,11 @@ route_result api::list_watches(std::optional<std::string> name, const caller& wh
   return {};
 }
 
-route_result api::stop_watch(const std::string& name, const caller& who, responder respond) {
+route_result api::stop_watch(const std::string& name, const http_request& req, const caller& who,
+                             responder respond) {
   if (!core::valid_watch_name(name)) return {error_response(400, "bad watch name '" + name + "'"), {}};
   if (!who->who.write.covers_prefix("watch:" + name, ""))
-    return {error_response(403, "the token has no write grant for watch:" + name), {}};
+    return {forbidden(who, req, "the token has no write grant for watch:" + name), {}};
   auto request = std::make_shared<actors::watch_stop_request>();
   request->id = {who->who.tenant, name};
   request->reply = [respond = std::move(respond)](std::optional<actors::watch_error> error, bool stopped) {
