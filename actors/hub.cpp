@@ -28,11 +28,14 @@ core::cursor head_cursor(const hub_state& st) {
 }
 
 void trim_ring(hub_state& st) {
+  std::size_t dropped = 0;
   while (!st.ring.empty() && (st.ring.size() > st.cfg.ring_events || st.ring_bytes > st.cfg.ring_bytes ||
                               st.ring.front()->seq < st.committed_first)) {
+    dropped += st.ring.front()->bytes.size();
     st.ring_bytes -= st.ring.front()->bytes.size();
     st.ring.pop_front();
   }
+  if (st.cfg.metrics && dropped > 0) st.cfg.metrics->ring_bytes(-static_cast<std::int64_t>(dropped));
 }
 
 void submit(self_ptr self, persistence::write_set ws, hub_state::in_flight entry) {
@@ -112,6 +115,7 @@ void on_publish(self_ptr self, const publish_request_ptr& req) {
   persistence::write_set ws;
   ws.stream_id = m.id;
   hub_state::in_flight entry;
+  entry.accepted_at = std::chrono::steady_clock::now();
   auto t = now_ms();
   for (auto& ev : req->events) {
     ev.time_ms = t;
@@ -162,6 +166,12 @@ void on_committed(self_ptr self, std::uint64_t token, const std::string& error) 
                    {{"stream", st.cfg.stream.name}, {"first_seq", entry.first_seq_after}, {"by", "age"}});
   }
   st.committed_first = entry.first_seq_after;
+  auto durable_at = std::chrono::steady_clock::now();
+  // Counted before anyone hears of it, so a scrape after the reply sees it.
+  if (auto* m = st.cfg.metrics; m && !entry.frames.empty()) {
+    m->published(st.cfg.stream.name, entry.frames.size());
+    m->publish_duration(durable_at - entry.accepted_at);
+  }
   // The publisher hears first: whatever it does on the reply (a watch counts
   // its notice) happens before any subscriber can see the event.
   if (entry.reply) {
@@ -175,10 +185,14 @@ void on_committed(self_ptr self, std::uint64_t token, const std::string& error) 
     batch->stream = st.cfg.stream;
     batch->epoch = st.meta->epoch;
     batch->frames = entry.frames;
+    batch->durable_at = durable_at;
+    std::size_t added = 0;
     for (auto& f : entry.frames) {
-      st.ring_bytes += f->bytes.size();
+      added += f->bytes.size();
       st.ring.push_back(f);
     }
+    st.ring_bytes += added;
+    if (auto* m = st.cfg.metrics) m->ring_bytes(static_cast<std::int64_t>(added));
     frame_batch_ptr shared = std::move(batch);
     for (auto& [raw, sink] : st.sinks) sink.first->deliver(shared);
   }

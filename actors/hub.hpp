@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "actors/hub_actor.hpp"
+#include "actors/probe.hpp"
 #include "core/retention.hpp"
 #include "persistence/group_commit.hpp"
 #include "persistence/store.hpp"
@@ -38,6 +39,7 @@ struct hub_config {
   std::size_t ring_bytes = 1 << 20;
   // Called once, on the hub's thread, when its first publish creates the stream.
   std::function<void()> on_created;
+  probe* metrics = nullptr;  // null: not measured (tests)
 };
 
 struct hub_state {
@@ -51,6 +53,7 @@ struct hub_state {
     std::function<void(publish_result)> reply;
     std::string idempotency_key;
     std::uint64_t first_seq_after = 0;  // retained range start once written
+    std::chrono::steady_clock::time_point accepted_at{};
   };
 
   hub_config cfg;
@@ -73,6 +76,11 @@ struct hub_state {
 
   bool failed = false;  // a write failed: refuse further publishes
   bool trim_scheduled = false;
+
+  // The ring's memory leaves the node-wide gauge with the hub.
+  ~hub_state() {
+    if (cfg.metrics && ring_bytes > 0) cfg.metrics->ring_bytes(-static_cast<std::int64_t>(ring_bytes));
+  }
 };
 
 // Spawn with caf::actor_system::spawn(hub, cfg). Reads the stream's metadata

@@ -31,6 +31,7 @@ hub_actor hub_registry::spawn_locked(const stream_key& key, bool unknown) {
   cfg.retention = defaults_.retention;
   cfg.ring_events = defaults_.ring_events;
   cfg.ring_bytes = defaults_.ring_bytes;
+  cfg.metrics = defaults_.metrics;
   if (unknown) {
     ++unknown_;
     cfg.on_created = [this] {

@@ -17,6 +17,7 @@ struct hub_defaults {
   // Hubs kept for streams that subscribers wait on but nobody has published
   // to yet. Each costs memory for as long as the node runs, so they are capped.
   std::size_t max_unknown_streams = 10000;
+  probe* metrics = nullptr;  // null: not measured
 };
 
 class hub_registry {
@@ -31,6 +32,9 @@ class hub_registry {
   // For a subscriber: makes sure the stream's hub exists. False when the
   // stream does not exist yet and max_unknown_streams such hubs are held.
   bool admit_subscriber(const stream_key& key);
+
+  // The node's hub and watch metrics (null: not measured).
+  probe* metrics() const { return defaults_.metrics; }
 
   // Every hub spawned so far (for shutdown).
   std::vector<hub_actor> all() const;

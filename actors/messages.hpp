@@ -3,6 +3,7 @@
 // Payloads exchanged with a hub. They stay inside one process (they carry
 // callbacks and shared pointers), so CAF sees them as unsafe message types.
 
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -25,6 +26,8 @@ struct frame_batch {
   stream_key stream;
   std::uint64_t epoch = 0;
   std::vector<frame_ptr> frames;  // contiguous seqs
+  // When the hub learned they were durable (for the delivery lag metric).
+  std::chrono::steady_clock::time_point durable_at{};
 };
 using frame_batch_ptr = std::shared_ptr<const frame_batch>;
 

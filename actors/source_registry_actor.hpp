@@ -34,11 +34,13 @@ struct source_info {
   std::string stream;  // src:<hash>
   std::string server;  // the upstream's name
   std::string shape;   // "state", "event-log" or "" before the first read
+  std::string strategy;  // upstream::strategy(), "" until the upstream is open
   std::string state;   // starting, running, resubscribing, failed
   std::uint64_t subscribers = 0;
   std::uint64_t failures = 0;  // consecutive failed subscriptions
   std::uint64_t reads = 0;
   std::uint64_t events = 0;
+  std::int64_t last_fire_ms = 0;  // wall clock of the last change signal; 0: none yet
   std::string error;  // the last failure
 };
 

@@ -179,6 +179,7 @@ void filter_event(watch_filter_state& st, core::extracted_event& ev, const std::
       break;
     case filters::filter_result::outcome::error:
       st.cfg.stats->filter_errors.fetch_add(1, std::memory_order_relaxed);
+      if (auto* m = st.cfg.hubs->metrics()) m->filter_error();
       logging::warn("watch.filter_error", {{"watch", st.cfg.spec.id.name}, {"error", result.text}});
       add_line(lines, ev.object_key, "filter error: " + result.text);
       break;

@@ -69,6 +69,8 @@ route_result api::handle(const http_request& req, responder respond) {
 
   auto admitted = security_.auth.authenticate(req);
   if (!admitted.auth) {
+    if (metrics_ && admitted.status == 401)
+      metrics_->relay().unauthorized(core::token_problem_name(admitted.problem));
     security_.audit.record_denial({{"reason", core::token_problem_name(admitted.problem)},
                                    {"method", req.method},
                                    {"route", req.path.substr(0, 64)},
@@ -143,6 +145,7 @@ route_result api::route(const http_request& req, const caller& who, responder re
   }
   if (path.starts_with("/admin/")) {
     if (!who->who.admin) return {forbidden(who, req, "the admin API needs a token with tidings.admin"), {}};
+    if (auto r = admin_routes(req, who, respond)) return std::move(*r);
     if (path == "/admin/v1/tokens/revoke") {
       if (req.method == "POST") return revoke_tokens(req, who);
       return {method_not_allowed("POST"), {}};
@@ -151,6 +154,13 @@ route_result api::route(const http_request& req, const caller& who, responder re
       if (req.method == "POST") return reload_config(who);
       return {method_not_allowed("POST"), {}};
     }
+  }
+  if (path == "/metrics") {
+    if (!get) return {method_not_allowed("GET"), {}};
+    // Node-wide figures: another tenant's load is not a tenant admin's business.
+    if (!is_operator(who)) return {forbidden(who, req, "/metrics needs an operator's admin token"), {}};
+    if (!metrics_) return {error_response(503, "metrics are not set up"), {}};
+    return {http_response{200, metrics_->scrape(), metrics::content_type, {}, {}}, {}};
   }
   if (path == "/readyz") {
     if (!get) return {method_not_allowed("GET"), {}};

@@ -15,8 +15,10 @@
 #include "broker/auth_service.hpp"
 #include "broker/config.hpp"
 #include "broker/http_types.hpp"
+#include "broker/metrics.hpp"
 #include "broker/usage_limits.hpp"
 #include "persistence/store.hpp"
+#include "relay/io_shard.hpp"
 #include "relay/sse_options.hpp"
 #include "sources/source_loop.hpp"
 
@@ -43,6 +45,13 @@ struct api_security {
   std::function<std::pair<unsigned, nlohmann::json>()> reload;
 };
 
+// The node as the admin API shows it, known once it listens.
+struct node_identity {
+  std::string id;       // generated once, kept in the store's meta family
+  std::string address;  // host:port it listens on
+  std::int64_t started_at_ms = 0;
+};
+
 class api {
  public:
   api(actors::hub_registry& hubs, actors::watch_manager_actor watches, persistence::store& store,
@@ -51,8 +60,20 @@ class api {
 
   route_result handle(const http_request& req, responder respond);
 
+  // GET /metrics serves these (operators only); 401s are counted there.
+  void set_metrics(metrics* m) { metrics_ = m; }
+
   void set_draining() { draining_ = true; }
   bool draining() const { return draining_; }
+
+  // What the admin API reads and does besides the routes' own services: the
+  // node's identity, its I/O shards (the live sessions) and how to start a
+  // graceful drain. Called once, before the server starts.
+  void set_node(node_identity node, std::vector<std::shared_ptr<relay::io_shard>> shards,
+                std::function<void()> drain);
+  // An admin of an operator tenant, or the no-auth mode's caller: it sees
+  // every tenant in the admin views and may drain and reload (ADR 0011).
+  bool is_operator(const caller& who) const;
 
  private:
   route_result route(const http_request& req, const caller& who, responder respond);
@@ -80,6 +101,15 @@ class api {
   // /admin/v1/tokens/revoke, /admin/v1/reload
   route_result revoke_tokens(const http_request& req, const caller& who);
   route_result reload_config(const caller& who);
+  // The other /admin/v1 routes (views, drain) and the operator check for
+  // reload; nullopt for a path it does not serve.
+  std::optional<route_result> admin_routes(const http_request& req, const caller& who, responder& respond);
+  route_result admin_watches(const caller& who, responder respond);
+  route_result admin_streams(const caller& who, responder respond);
+  route_result admin_sessions(const caller& who, responder respond);
+  route_result admin_nodes(responder respond);
+  route_result admin_tenants(const caller& who, responder respond);
+  route_result drain_node(const http_request& req, const caller& who);
 
   // 403 with an audit line; `what` says which grant was missing.
   http_response forbidden(const caller& who, const http_request& req, const std::string& what);
@@ -96,6 +126,10 @@ class api {
   actors::source_registry_actor sources_;
   api_security security_;
   std::atomic<bool> draining_{false};
+  metrics* metrics_ = nullptr;
+  node_identity node_;
+  std::vector<std::shared_ptr<relay::io_shard>> shards_;
+  std::function<void()> drain_;
 };
 
 }  // namespace tidings::broker

@@ -116,20 +116,22 @@ auth_outcome auth_service::authenticate(const http_request& req) const {
   return {std::move(a), 200, {}, core::token_problem::none};
 }
 
-std::optional<std::string> auth_service::recheck(const session_auth& a) const {
+std::optional<relay::auth_lapse> auth_service::recheck(const session_auth& a) const {
   if (a.anonymous) return std::nullopt;
   // No signature is checked again: the token was verified once, and what can
   // change since is its time, its tenant, the key that verified it and the
   // revocations (a reload must recheck thousands of sessions at once).
-  if (a.who.expires_at <= now_seconds()) return "token expired";
+  using lapse = relay::auth_lapse;
+  if (a.who.expires_at <= now_seconds()) return lapse{"expired", "token expired"};
   auto table = tenants();
   const auto* t = table->find(a.who.tenant);
-  if (!t) return "token no longer valid: its tenant is no longer configured";
+  if (!t) return lapse{"tenant_removed", "token no longer valid: its tenant is no longer configured"};
   bool key_kept = false;
   for (std::size_t i = 0; i < t->keys.size() && !key_kept; ++i)
     key_kept = key_id(*t, i) == a.key_id && t->keys[i].material == a.key_material;
-  if (!key_kept) return "token no longer valid: the key that verified it is no longer configured";
-  if (revoked(a.who)) return "token revoked";
+  if (!key_kept)
+    return lapse{"key_removed", "token no longer valid: the key that verified it is no longer configured"};
+  if (revoked(a.who)) return lapse{"revoked", "token revoked"};
   return std::nullopt;
 }
 

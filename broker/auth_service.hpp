@@ -22,6 +22,7 @@
 #include "broker/tenant_config.hpp"
 #include "core/claims.hpp"
 #include "persistence/store.hpp"
+#include "relay/session_guard.hpp"
 
 namespace tidings::broker {
 
@@ -58,7 +59,7 @@ class auth_service {
 
   auth_outcome authenticate(const http_request& req) const;
   // nullopt while the credential still holds, else why it no longer does.
-  std::optional<std::string> recheck(const session_auth& a) const;
+  std::optional<relay::auth_lapse> recheck(const session_auth& a) const;
 
   persistence::status revoke(const std::string& tenant, persistence::revocation_kind kind,
                              const std::string& value);

@@ -5,6 +5,8 @@
 #include <charconv>
 #include <functional>
 #include <map>
+#include <set>
+#include <string_view>
 #include <thread>
 
 namespace tidings::broker {
@@ -45,6 +47,21 @@ std::optional<std::string> set_listen(config& c, const std::string& v) {
   // anything but loopback would serve every stream to anyone.
   c.listen_host = host == "localhost" ? "127.0.0.1" : host;
   c.listen_port = *port;
+  return std::nullopt;
+}
+
+std::optional<std::string> set_audit_log(config& c, const std::string& v) {
+  c.audit_log = v;
+  return std::nullopt;
+}
+
+std::optional<std::string> set_log_level(config& c, const std::string& v) {
+  return logging::parse_level_spec(v, &c.log_levels);
+}
+
+std::optional<std::string> set_verbose(config& c, const std::string& v) {
+  if (v != "true" && v != "false") return "must be true or false";
+  c.verbose = v == "true";
   return std::nullopt;
 }
 
@@ -98,7 +115,8 @@ const std::map<std::string, setter>& setters() {
       {"max-connections",
        number<std::size_t>(1, 1'000'000, [](config& c, std::size_t v) { c.max_connections = v; })},
       {"max-connections-per-address",
-       number<std::size_t>(1, 1'000'000,
+       // 0: the default (256 with tenants, none without), decided once tenants are known.
+       number<std::size_t>(0, 1'000'000,
                            [](config& c, std::size_t v) { c.max_connections_per_address = v; })},
       {"io-threads", number<std::size_t>(1, 64, [](config& c, std::size_t v) { c.io_threads = v; })},
       {"drain-ms",
@@ -121,62 +139,95 @@ const std::map<std::string, setter>& setters() {
            1, 60'000, [](config& c, std::int64_t v) { c.source_backoff = std::chrono::milliseconds(v); })},
       {"watch-queue-frames",
        number<std::size_t>(1, 1'000'000, [](config& c, std::size_t v) { c.watches.max_queued_frames = v; })},
-      {"audit-log",
-       [](config& c, const std::string& v) -> std::
-                                               optional<std::string> {
-                                                 c.audit_log = v;
-                                                 return std::nullopt;
-                                               }},
-      {"verbose",
-       [](config& c, const std::string& v) -> std::
-                                               optional<std::string> {
-                                                 if (v != "true" && v != "false")
-                                                   return "must be true or false";
-                                                 c.verbose = v == "true";
-                                                 return std::nullopt;
-                                               }},
+      {"audit-log", set_audit_log},
+      {"log-level", set_log_level},
+      {"verbose", set_verbose},
   };
   return table;
 }
 
+// `where` is "--flag" for a flag or "config file F" for a file setting.
 std::optional<std::string> apply(config& c, const std::string& key, const std::string& value,
                                  const std::string& where) {
   auto it = setters().find(key);
-  if (it == setters().end()) return where + ": unknown setting '" + key + "'";
+  if (it == setters().end()) return where + ": " + key + ": unknown setting";
   if (auto err = it->second(c, value)) {
     // Flags are named in `where` already; file settings name their key.
-    return where.rfind("--", 0) == 0 ? where + " " + *err : where + ": " + key + " " + *err;
+    return where.rfind("--", 0) == 0 ? where + " " + *err : where + ": " + key + ": " + *err;
   }
   return std::nullopt;
 }
 
 std::optional<std::string> apply_file(config& c, const std::string& path) {
+  const std::string where = "config file " + path;
   YAML::Node root;
   try {
     root = YAML::LoadFile(path);
-  } catch (const std::exception& e) {
-    return "cannot read config file " + path + ": " + e.what();
+  } catch (const YAML::BadFile&) {
+    return "cannot read config file " + path;
+  } catch (const YAML::Exception& e) {
+    // e.what() names the line and column of the syntax error.
+    return where + ": not valid YAML: " + e.what();
   }
   if (root.IsNull()) return std::nullopt;
-  if (!root.IsMap()) return "config file " + path + ": expected a mapping of settings";
-  for (const auto& kv : root) {
-    auto key = kv.first.as<std::string>();
-    if (key == "upstreams") {
-      if (auto err = parse_upstreams(kv.second, &c.upstreams)) return "config file " + path + ": " + *err;
-      continue;
+  if (!root.IsMap()) return where + ": expected a mapping of settings (key: value lines)";
+  try {
+    std::set<std::string> seen;
+    for (const auto& kv : root) {
+      if (!kv.first.IsScalar()) return where + ": a setting's name must be a single value";
+      auto key = kv.first.as<std::string>();
+      // "config file F: KEY: what is wrong".
+      auto at_key = [&](std::string_view what) {
+        std::string out = where;
+        out.append(": ").append(key).append(": ").append(what);
+        return out;
+      };
+      if (!seen.insert(key).second) return at_key("is given twice");
+      if (key == "upstreams") {
+        if (auto err = parse_upstreams(kv.second, &c.upstreams)) return where + ": " + *err;
+        continue;
+      }
+      if (key == "tenants") {
+        if (auto err = parse_tenants(kv.second, &c.tenants)) return where + ": " + *err;
+        continue;
+      }
+      if (!setters().contains(key)) return at_key("unknown setting");
+      if (!kv.second.IsScalar()) return at_key("must be a single value");
+      std::string value;
+      if (auto err = interpolate_env(kv.second.as<std::string>(), &value)) return at_key(*err);
+      if (auto err = apply(c, key, value, where)) return err;
     }
-    if (key == "tenants") {
-      if (auto err = parse_tenants(kv.second, &c.tenants)) return "config file " + path + ": " + *err;
-      continue;
-    }
-    if (!kv.second.IsScalar()) {
-      std::string err = "config file ";
-      err.append(path).append(": ").append(key).append(" must be a single value");
-      return err;
-    }
-    if (auto err = apply(c, key, kv.second.as<std::string>(), "config file " + path)) return err;
+  } catch (const YAML::Exception& e) {
+    return where + ": " + e.what();
   }
   return std::nullopt;
+}
+
+// The upstreams: section without its webhook tokens, as YAML text: equal
+// for two sections that differ in nothing a reload cannot apply live.
+std::string upstreams_shape(const YAML::Node& section) {
+  auto copy = YAML::Clone(section);
+  if (copy.IsMap() && copy["resources"] && copy["resources"].IsSequence())
+    for (auto resource : copy["resources"]) {
+      if (!resource.IsMap() || !resource["watch"] || !resource["watch"].IsMap()) continue;
+      auto strategy = resource["watch"]["strategy"];
+      if (!strategy || !strategy.IsMap()) continue;
+      strategy.remove("token");
+      strategy.remove("previous_tokens");
+    }
+  return YAML::Dump(copy);
+}
+
+std::string upstreams_shape(const std::string& yaml_text) {
+  try {
+    return upstreams_shape(YAML::Load(yaml_text));
+  } catch (const YAML::Exception&) {
+    return yaml_text;
+  }
+}
+
+std::string plural(std::size_t n, const std::string& what) {
+  return std::to_string(n) + " " + what + (n == 1 ? "" : "s");
 }
 
 }  // namespace
@@ -200,9 +251,31 @@ std::size_t default_io_threads() {
   return std::max<std::size_t>(1, std::thread::hardware_concurrency() / 2);
 }
 
+std::vector<std::string> setting_names() {
+  std::vector<std::string> out;
+  for (const auto& [key, set] : setters()) out.push_back(key);
+  return out;
+}
+
+logging::level_spec effective_log_levels(const config& c) {
+  auto spec = c.log_levels;
+  if (c.verbose) spec.base = logging::level::debug;
+  return spec;
+}
+
+std::string summary(const config& c) {
+  const auto& u = c.upstreams;
+  std::size_t upstreams =
+      u.mcp.size() + u.kube.size() + u.postgres.size() + (u.files ? 1 : 0) + u.web.resources.size();
+  auto host = c.listen_host.find(':') != std::string::npos ? "[" + c.listen_host + "]" : c.listen_host;
+  return plural(c.tenants.size(), "tenant") + ", " + plural(upstreams, "upstream") + ", listen " + host +
+         ":" + std::to_string(c.listen_port) + ", data-dir " + c.data_dir + ", log-level " +
+         logging::to_string(effective_log_levels(c));
+}
+
 std::string usage() {
-  return "usage: tidingsd [--config FILE] [--listen HOST:PORT] [--data-dir DIR]\n"
-         "                [--durability sync|batch|none] [--retention-events N]\n"
+  return "usage: tidingsd [--config FILE | --check-config FILE] [--listen HOST:PORT]\n"
+         "                [--data-dir DIR] [--durability sync|batch|none] [--retention-events N]\n"
          "                [--retention-age-ms MS] [--heartbeat-ms MS] [--queue-frames N]\n"
          "                [--queue-bytes N] [--ring-events N] [--max-body-bytes N]\n"
          "                [--max-header-bytes N] [--max-header-count N]\n"
@@ -212,22 +285,34 @@ std::string usage() {
          "                [--coalesce-us US] [--max-unknown-streams N] [--max-watches N]\n"
          "                [--filter-budget-ms MS] [--filter-max-instructions N]\n"
          "                [--filter-memory-mb MB] [--watch-queue-frames N]\n"
-         "                [--source-backoff-ms MS] [--audit-log FILE|-] [--verbose]\n"
+         "                [--source-backoff-ms MS] [--audit-log FILE|-]\n"
+         "                [--log-level LEVEL[,SUBSYSTEM=LEVEL...]] [--verbose]\n"
+         "--check-config FILE validates FILE (with any other flags) and exits: 0 when\n"
+         "it is valid, 2 with the offending setting named on stderr when not.\n"
          "Upstream sources are configured in the config file's upstreams: section,\n"
-         "tenants and their token keys in its tenants: section (docs/security.md).\n";
+         "tenants and their token keys in its tenants: section (docs/security.md);\n"
+         "config/tidings.example.yaml shows every setting.\n";
 }
 
 parse_outcome parse_config(const std::vector<std::string>& args) {
   config c;
+  auto usage_error = [](std::string error) {
+    parse_outcome out;
+    out.error = std::move(error);
+    out.bad_command_line = true;
+    return out;
+  };
   // The file goes first whatever its position, so flags always win over it.
   std::vector<std::pair<std::string, std::string>> flags;
+  std::string file_flag;
   for (std::size_t i = 0; i < args.size(); ++i) {
     const auto& a = args[i];
-    if (a == "--help" || a == "-h") return {std::nullopt, {}};
-    if (a.rfind("--", 0) != 0) return {std::nullopt, "unexpected argument '" + a + "'"};
+    if (a == "--help" || a == "-h") return {std::nullopt, {}, false};
+    if (a.rfind("--", 0) != 0) return usage_error("unexpected argument '" + a + "'");
     auto eq = a.find('=');
     auto key = a.substr(2, eq == std::string::npos ? std::string::npos : eq - 2);
-    if (key != "config" && !setters().contains(key)) return {std::nullopt, "unknown flag '--" + key + "'"};
+    bool is_file = key == "config" || key == "check-config";
+    if (!is_file && !setters().contains(key)) return usage_error("unknown flag '--" + key + "'");
     std::string value;
     if (eq != std::string::npos) {
       value = a.substr(eq + 1);
@@ -236,42 +321,73 @@ parse_outcome parse_config(const std::vector<std::string>& args) {
     } else if (i + 1 < args.size()) {
       value = args[++i];
     } else {
-      return {std::nullopt, "--" + key + " needs a value"};
+      return usage_error("--" + key + " needs a value");
     }
-    if (key == "config") {
-      if (auto err = apply_file(c, value)) return {std::nullopt, *err};
+    if (is_file) {
+      if (!file_flag.empty()) {
+        std::string err = "--" + key;
+        err.append(": a config file is given already (--").append(file_flag).append(")");
+        return usage_error(err);
+      }
+      file_flag = key;
+      c.check_only = key == "check-config";
+      if (auto err = apply_file(c, value)) return {std::nullopt, *err, false};
       c.config_path = value;
       c.file_settings = file_settings(value);
     } else {
       flags.emplace_back(key, value);
     }
   }
-  for (auto& [key, value] : flags)
-    if (auto err = apply(c, key, value, "--" + key)) return {std::nullopt, *err};
+  for (auto& [key, value] : flags) {
+    if (auto err = apply(c, key, value, "--" + key)) return usage_error(*err);
+    c.flag_settings.insert(key);
+  }
   if (c.tenants.empty() && !is_loopback(c.listen_host))
     return {std::nullopt,
-            "refusing to listen on " + c.listen_host +
-                ": without tenants (no auth) only loopback is allowed; configure tenants: first"};
+            "listen: refusing to listen on " + c.listen_host +
+                ": without tenants (no auth) only loopback is allowed; configure tenants: first",
+            false};
   if (c.audit_log.empty()) c.audit_log = c.data_dir + "/audit.ndjson";
   if (c.max_connections_per_address == 0) c.max_connections_per_address = c.tenants.empty() ? SIZE_MAX : 256;
-  return {c, {}};
+  return {c, {}, false};
 }
 
-std::optional<std::string> reload_tenants(const std::string& path, const config& running,
-                                          std::vector<tenant_spec>* tenants,
-                                          std::vector<std::string>* restart_needed) {
+std::optional<std::string> plan_reload(const std::string& path, const config& running, reload_plan* plan) {
   if (path.empty()) return "the node was started without --config; there is nothing to reload";
   config fresh;
   if (auto err = apply_file(fresh, path)) return err;
-  *tenants = std::move(fresh.tenants);
+  reload_plan out;
+  out.tenants = std::move(fresh.tenants);
+  // Flags are not given again: what they set at start still wins.
+  if (running.flag_settings.contains("log-level")) fresh.log_levels = running.log_levels;
+  if (running.flag_settings.contains("verbose")) fresh.verbose = running.verbose;
+  out.log_levels = effective_log_levels(fresh);
   // Everything else is read once at start; say which of those changed.
   auto now = file_settings(path);
-  for (const auto& [key, text] : now) {
-    auto it = running.file_settings.find(key);
-    if (it == running.file_settings.end() || it->second != text) restart_needed->push_back(key);
+  auto differs = [&](const std::string& key) {
+    auto was = running.file_settings.find(key);
+    auto is = now.find(key);
+    if (was == running.file_settings.end() || is == now.end())
+      return was != running.file_settings.end() || is != now.end();
+    if (key == "upstreams") return upstreams_shape(was->second) != upstreams_shape(is->second);
+    return was->second != is->second;
+  };
+  std::set<std::string> keys;
+  for (const auto& [key, text] : now) keys.insert(key);
+  for (const auto& [key, text] : running.file_settings) keys.insert(key);
+  for (const auto& key : keys) {
+    if (key == "log-level" || key == "verbose") continue;  // applied live
+    if (differs(key)) out.restart_needed.push_back(key);
   }
-  for (const auto& [key, text] : running.file_settings)
-    if (!now.contains(key)) restart_needed->push_back(key);
+  bool upstreams_changed = std::find(out.restart_needed.begin(), out.restart_needed.end(), "upstreams") !=
+                           out.restart_needed.end();
+  if (!upstreams_changed) {
+    std::vector<sources::web::webhook_tokens> tokens;
+    for (const auto& r : fresh.upstreams.web.resources)
+      if (r.kind == sources::web::strategy::webhook) tokens.push_back({r.uri, r.token, r.previous_tokens});
+    out.webhook_tokens = std::move(tokens);
+  }
+  *plan = std::move(out);
   return std::nullopt;
 }
 

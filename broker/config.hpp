@@ -1,12 +1,17 @@
 #pragma once
 
 // Node configuration: built-in defaults, then a YAML file (--config), then
-// flags. Every key of the file is also a flag of the same name.
+// flags. Every key of the file is also a flag of the same name, except the
+// file's tenants: and upstreams: sections. Strings may use ${env.NAME}.
+// Unknown keys are errors at every level, and every error names the
+// setting's path ("config file F: tenants[1].keys[0]: unknown alg ...").
+// config/tidings.example.yaml lists every setting with its default.
 
 #include <chrono>
 #include <cstdint>
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -14,6 +19,7 @@
 #include "broker/tenant_config.hpp"
 #include "broker/upstream_config.hpp"
 #include "core/retention.hpp"
+#include "logging/log.hpp"
 #include "persistence/store.hpp"
 #include "relay/sse_options.hpp"
 
@@ -52,6 +58,9 @@ struct config {
   upstreams_config upstreams;
   // The first resubscribe wait; each of the 5 attempts doubles it (1, 2, 4, 8, 16 s).
   std::chrono::milliseconds source_backoff{1000};
+  // Log levels (`log-level: info,source=debug`); --verbose makes the base
+  // level debug whatever log-level says (effective_log_levels).
+  logging::level_spec log_levels;
   bool verbose = false;
   // Tenants and their token keys (the config file's `tenants:` section).
   // None: the single tenant `default`, no auth, loopback only.
@@ -62,20 +71,44 @@ struct config {
   std::string config_path;
   // The file's settings other than tenants, as read at start (YAML text).
   std::map<std::string, std::string> file_settings;
+  // The settings given as flags: a reload keeps their values over the file's.
+  std::set<std::string> flag_settings;
+  // --check-config FILE: validate the configuration and exit, start nothing.
+  bool check_only = false;
 };
 
 std::map<std::string, std::string> file_settings(const std::string& path);
 
-// Re-reads `path` for what a reload may change (tenants, keys, limits,
-// origins, scopes); on success *tenants is replaced and *restart_needed
-// lists the other settings whose value differs from `running`.
-std::optional<std::string> reload_tenants(const std::string& path, const config& running,
-                                          std::vector<tenant_spec>* tenants,
-                                          std::vector<std::string>* restart_needed);
+// The names of the top-level settings (each also a --flag), sorted.
+std::vector<std::string> setting_names();
+
+// The levels the node logs at: log_levels, with a debug base under --verbose.
+logging::level_spec effective_log_levels(const config& c);
+
+// "2 tenants, 1 upstream, listen 127.0.0.1:8080, data-dir ./data, log-level info".
+std::string summary(const config& c);
+
+// What a reload applies, read from the config file again.
+struct reload_plan {
+  // Tenants, their keys, limits, origins and scopes.
+  std::vector<tenant_spec> tenants;
+  // The file's log-level and verbose (or their flags', which win).
+  logging::level_spec log_levels;
+  // Every webhook resource's tokens, when the upstreams: section changed in
+  // nothing but webhook tokens (or not at all); nullopt when it needs a restart.
+  std::optional<std::vector<sources::web::webhook_tokens>> webhook_tokens;
+  // The other settings whose value differs from what the node started with.
+  std::vector<std::string> restart_needed;
+};
+
+// Re-reads `path` (the file only: flags are not given again) for what a
+// reload may change; on an error *plan is left unchanged.
+std::optional<std::string> plan_reload(const std::string& path, const config& running, reload_plan* plan);
 
 struct parse_outcome {
-  std::optional<config> cfg;  // nullopt: see error, or help was asked for
-  std::string error;          // empty with no cfg: print usage and exit 0
+  std::optional<config> cfg;      // nullopt: see error, or help was asked for
+  std::string error;              // empty with no cfg: print usage and exit 0
+  bool bad_command_line = false;  // the error is in the arguments: show the usage too
 };
 
 parse_outcome parse_config(const std::vector<std::string>& args);

@@ -3,10 +3,14 @@
 #include <caf/all.hpp>
 #include <condition_variable>
 #include <csignal>
+#include <cstdio>
 #include <cstdlib>
 #include <future>
 #include <mutex>
+#include <random>
 #include <thread>
+
+#include <unistd.h>
 
 #include "actors/hub_registry.hpp"
 #include "actors/watch_manager.hpp"
@@ -14,6 +18,7 @@
 #include "broker/audit_log.hpp"
 #include "broker/auth_service.hpp"
 #include "broker/http_server.hpp"
+#include "broker/metrics.hpp"
 #include "broker/session_access.hpp"
 #include "broker/usage_limits.hpp"
 #include "logging/log.hpp"
@@ -74,10 +79,28 @@ void await_actors(caf::actor_system& system) {
   std::_Exit(0);
 }
 
+// The node's id, made once (16 random hex digits) and kept in the store, so
+// a restart on the same data is the same node.
+persistence::status node_id_of(persistence::store& store, std::string* out) {
+  std::optional<std::string> id;
+  if (auto s = store.get_node_id(&id); !s.ok()) return s;
+  if (id) {
+    *out = *id;
+    return {};
+  }
+  std::random_device rd;
+  auto value = (static_cast<std::uint64_t>(rd()) << 32) | rd();
+  char hex[17];
+  std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(value));
+  if (auto s = store.put_node_id(hex); !s.ok()) return s;
+  *out = hex;
+  return {};
+}
+
 }  // namespace
 
 int run_node(const config& cfg) {
-  logging::set_min_level(cfg.verbose ? logging::level::debug : logging::level::info);
+  logging::set_levels(effective_log_levels(cfg));
   auto signals = block_stop_signals();
 
   if (auto err = compile_scopes(cfg.tenants)) {
@@ -89,6 +112,14 @@ int run_node(const config& cfg) {
     logging::error("node.store_failed", {{"data_dir", cfg.data_dir}, {"error", s.message()}});
     return 1;
   }
+  std::string node_id;
+  if (auto s = node_id_of(*store, &node_id); !s.ok()) {
+    logging::error("node.id_failed", {{"data_dir", cfg.data_dir}, {"error", s.message()}});
+    return 1;
+  }
+  const auto started_at_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                                 std::chrono::system_clock::now().time_since_epoch())
+                                 .count();
   audit_log audit(cfg.audit_log);
   if (!audit.ok()) logging::warn("node.audit_log_unwritable", {{"path", cfg.audit_log}});
   auth_service auth(cfg.tenants, *store);
@@ -97,6 +128,11 @@ int run_node(const config& cfg) {
     return 1;
   }
   persistence::group_committer committer(*store);
+  // Probes count from the first event; watcher fires and source failures
+  // also leave audit lines.
+  metrics node_metrics(*store, [&audit](std::string_view event, const nlohmann::json& fields) {
+    audit.record(event, fields);
+  });
 
   caf::actor_system_config caf_cfg;
   caf_cfg.set("scheduler.max-threads", 2);
@@ -110,12 +146,13 @@ int run_node(const config& cfg) {
     defaults.retention = cfg.retention;
     defaults.ring_events = cfg.ring_events;
     defaults.max_unknown_streams = cfg.max_unknown_streams;
+    defaults.metrics = &node_metrics.hubs();
     actors::hub_registry hubs(system, *store, committer, defaults);
 
     drain_waiter waiter;
     std::vector<std::shared_ptr<relay::io_shard>> shards;
     for (std::size_t i = 0; i < cfg.io_threads; ++i) {
-      shards.push_back(std::make_shared<relay::io_shard>(i, hubs));
+      shards.push_back(std::make_shared<relay::io_shard>(i, hubs, &node_metrics.relay()));
       shards.back()->on_idle([&waiter] { waiter.notify(); });
     }
     // Upstream sources: connectors on their own thread, one registry actor.
@@ -128,6 +165,7 @@ int run_node(const config& cfg) {
     source_cfg.store = store.get();
     source_cfg.committer = &committer;
     source_cfg.hubs = &hubs;
+    source_cfg.metrics = &node_metrics.sources();
     for (auto wait = cfg.source_backoff; source_cfg.backoff.size() < 5; wait *= 2)
       source_cfg.backoff.push_back(wait);
     actors::source_registry_actor source_registry = system.spawn(sources::source_registry, source_cfg);
@@ -154,21 +192,27 @@ int run_node(const config& cfg) {
       for (auto& s : shards) s->recheck_sessions();
     });
     auto usage = std::make_shared<usage_limits>();
-    auto reload = [&cfg, &auth]() -> std::pair<unsigned, nlohmann::json> {
+    auto reload = [&cfg, &auth, &source_thread]() -> std::pair<unsigned, nlohmann::json> {
       auto failed = [](unsigned status, const std::string& error) -> std::pair<unsigned, nlohmann::json> {
         logging::warn("node.reload_failed", {{"error", error}});
         return {status, {{"error", error}}};
       };
-      std::vector<tenant_spec> tenants;
-      std::vector<std::string> restart_needed;
-      if (auto err = reload_tenants(cfg.config_path, cfg, &tenants, &restart_needed))
-        return failed(400, *err);
-      if (auto err = compile_scopes(tenants)) return failed(400, *err);
-      if (auto err = auth.reload(std::move(tenants))) return failed(409, *err);
+      reload_plan plan;
+      if (auto err = plan_reload(cfg.config_path, cfg, &plan)) return failed(400, *err);
+      if (auto err = compile_scopes(plan.tenants)) return failed(400, *err);
+      if (auto err = auth.reload(std::move(plan.tenants))) return failed(409, *err);
+      // Applied live too: log levels, and webhook tokens unless upstreams need a restart.
+      logging::set_levels(plan.log_levels);
+      if (plan.webhook_tokens) post_webhook_tokens(source_thread, std::move(*plan.webhook_tokens));
+      const auto& restart_needed = plan.restart_needed;
       logging::info("node.reloaded", {{"restart_needed", static_cast<std::uint64_t>(restart_needed.size())}});
-      return {200, {{"reloaded", true}, {"restart_needed", restart_needed}}};
+      return {200,
+              {{"reloaded", true},
+               {"restart_needed", restart_needed},
+               {"log_level", logging::to_string(plan.log_levels)}}};
     };
     api routes(hubs, watches, *store, cfg, source_thread, source_registry, {auth, *usage, audit, reload});
+    routes.set_metrics(&node_metrics);
     http_limits limits{.max_header_bytes = cfg.max_header_bytes,
                        .max_body_bytes = cfg.max_body_bytes,
                        .max_header_count = cfg.max_header_count,
@@ -193,11 +237,14 @@ int run_node(const config& cfg) {
       await_actors(system);
       return 1;
     }
-    for (auto& s : shards) s->start();
-    server.start();
     auto address =
         (cfg.listen_host.find(':') != std::string::npos ? "[" + cfg.listen_host + "]" : cfg.listen_host) +
         ":" + std::to_string(server.port());
+    // POST /admin/v1/drain raises the SIGTERM this thread waits for below
+    // (every thread blocks it, so only the sigwait sees it).
+    routes.set_node({node_id, address, started_at_ms}, shards, [] { ::kill(::getpid(), SIGTERM); });
+    for (auto& s : shards) s->start();
+    server.start();
     logging::info("node.listening", {{"address", address},
                                      {"data_dir", cfg.data_dir},
                                      {"durability", persistence::durability_name(cfg.durability)},

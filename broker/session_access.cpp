@@ -127,7 +127,7 @@ std::chrono::system_clock::time_point session_access::expires_at() const {
   return tp(std::chrono::seconds(auth_->who.expires_at));
 }
 
-std::optional<std::string> session_access::recheck() {
+std::optional<relay::auth_lapse> session_access::recheck() {
   return service_.recheck(*auth_);
 }
 

@@ -23,7 +23,7 @@ class session_access final : public relay::session_guard {
 
   bool admits(std::size_t index, std::string_view stream, const core::sse_frame& f) override;
   std::chrono::system_clock::time_point expires_at() const override;
-  std::optional<std::string> recheck() override;
+  std::optional<relay::auth_lapse> recheck() override;
 
  private:
   struct per_stream {

@@ -15,6 +15,7 @@ route_result api::open_sse(const http_request& req, const caller& who, responder
   const auto limits = limits_of(who);
   relay::sse_request out;
   out.tenant = who->who.tenant;
+  out.subject = who->who.subject;
   auto specs = req.query_all("stream");
   auto uris = req.query_all("uri");
   if (specs.empty() && uris.empty())

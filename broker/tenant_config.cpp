@@ -264,7 +264,7 @@ bool parse_scope(yaml_reader& r, const Node& n, const std::string& path, notific
 }
 
 bool parse_tenant(yaml_reader& r, const Node& n, const std::string& path, tenant_spec* out) {
-  if (!r.known_keys(n, path, {"id", "keys", "limits", "allowed_origins", "notification_scopes"}))
+  if (!r.known_keys(n, path, {"id", "keys", "limits", "allowed_origins", "notification_scopes", "operator"}))
     return false;
   if (!n["id"]) return r.fail(path, "needs id");
   if (!r.text(n["id"], path + ".id", &out->id)) return false;
@@ -288,6 +288,13 @@ bool parse_tenant(yaml_reader& r, const Node& n, const std::string& path, tenant
   }
 
   if (n["limits"] && !parse_limits(r, n["limits"], path + ".limits", &out->limits)) return false;
+
+  if (n["operator"]) {
+    std::string flag;
+    if (!r.text(n["operator"], path + ".operator", &flag)) return false;
+    if (flag != "true" && flag != "false") return r.fail(path + ".operator", "must be true or false");
+    out->node_operator = flag == "true";
+  }
 
   if (n["allowed_origins"]) {
     if (!r.texts(n["allowed_origins"], path + ".allowed_origins", &out->allowed_origins)) return false;

@@ -24,6 +24,7 @@
 //       notification_scopes:
 //         - {stream: inbox, scope: subject, field: /data/owner}
 //         - {stream: "fin-*", scope: expression, expression: 'has(subscriber.groups, "finance")'}
+//       operator: true                  # its admins run the node (ADR 0011); default false
 
 #include <cstddef>
 #include <optional>
@@ -75,6 +76,9 @@ struct tenant_spec {
   tenant_limits limits;
   std::vector<std::string> allowed_origins;
   std::vector<notification_scope> scopes;
+  // An admin token of this tenant is a node operator: the admin views show
+  // every tenant, and it may drain and reload the node (ADR 0011).
+  bool node_operator = false;
 };
 
 // Fills *out from the `tenants:` node (a list); on an error *out is left

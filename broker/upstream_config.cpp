@@ -1,6 +1,7 @@
 #include "broker/upstream_config.hpp"
 
 #include <yaml-cpp/yaml.h>
+#include <boost/asio/post.hpp>
 #include <cstdlib>
 
 #include "broker/yaml_reader.hpp"
@@ -226,6 +227,13 @@ std::vector<std::unique_ptr<sources::connector>> make_connectors(boost::asio::io
   // nobody else lists, so the specific connectors must be asked first.
   for (const auto& c : cfg.mcp) out.push_back(std::make_unique<sources::mcp::mcp_connector>(ioc, c));
   return out;
+}
+
+void post_webhook_tokens(sources::source_loop& loop, std::vector<sources::web::webhook_tokens> tokens) {
+  boost::asio::post(loop.context(), [&loop, tokens = std::move(tokens)] {
+    if (auto* web = dynamic_cast<sources::web::web_connector*>(loop.upstreams().find("resources")))
+      web->update_tokens(tokens);
+  });
 }
 
 }  // namespace tidings::broker

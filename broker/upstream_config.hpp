@@ -37,6 +37,7 @@
 #include "sources/kube/kube_config.hpp"
 #include "sources/mcp/mcp_config.hpp"
 #include "sources/postgres/postgres_config.hpp"
+#include "sources/source_loop.hpp"
 #include "sources/upstream.hpp"
 #include "sources/web/web_config.hpp"
 
@@ -67,5 +68,10 @@ std::optional<std::string> interpolate_env(const std::string& text, std::string*
 // The connectors, in configuration order (which routing's fallback follows).
 std::vector<std::unique_ptr<sources::connector>> make_connectors(boost::asio::io_context& ioc,
                                                                  const upstreams_config& cfg);
+
+// A reload's webhook tokens, handed to the web connector on the sources
+// thread. Posted, not awaited: a webhook call answered after this one (also
+// posted there) already sees the new tokens.
+void post_webhook_tokens(sources::source_loop& loop, std::vector<sources::web::webhook_tokens> tokens);
 
 }  // namespace tidings::broker

@@ -13,6 +13,9 @@ find_package(nlohmann_json REQUIRED)
 find_package(yaml-cpp REQUIRED)
 find_package(OpenSSL REQUIRED)   # libcrypto: SHA-256 in sources/, key checks in broker/
 find_package(PostgreSQL REQUIRED)  # libpq: the LISTEN/NOTIFY source
+# No version file ships, so no version may be asked for; its config also
+# wants civetweb and CURL (the pull and push parts we do not use).
+find_package(prometheus-cpp CONFIG REQUIRED)
 # Lua built as C++: a Lua error unwinds C++ frames with an exception instead
 # of a longjmp that would skip their destructors.
 find_package(PkgConfig REQUIRED)

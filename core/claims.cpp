@@ -14,13 +14,21 @@ claims_result refuse(token_problem p, std::string why) {
   return r;
 }
 
-std::optional<std::string> string_list(const json& j, const char* name, std::vector<std::string>& out) {
+// Empty entries are refused rather than skipped: a scope expression that
+// tests has("") should never be satisfied by a sloppy token. OAuth scope
+// tokens cannot hold spaces (RFC 6749 3.3), so `scopes` entries may not either.
+std::optional<std::string> string_list(const json& j, const char* name, std::vector<std::string>& out,
+                                       bool scope_tokens = false) {
   auto it = j.find(name);
   if (it == j.end()) return std::nullopt;
-  if (!it->is_array()) return std::string("claim ") + name + " must be an array of strings";
+  std::string expected = std::string("claim ") + name + " must be an array of non-empty strings" +
+                         (scope_tokens ? " without spaces" : "");
+  if (!it->is_array()) return expected;
   for (const auto& v : *it) {
-    if (!v.is_string()) return std::string("claim ") + name + " must be an array of strings";
-    out.push_back(v.get<std::string>());
+    if (!v.is_string()) return expected;
+    const auto& text = v.get_ref<const std::string&>();
+    if (text.empty() || (scope_tokens && text.find(' ') != std::string::npos)) return expected;
+    out.push_back(text);
   }
   return std::nullopt;
 }
@@ -135,7 +143,7 @@ claims_result map_claims(std::string_view payload_json, std::int64_t now_seconds
   }
   if (auto err = string_list(j, "roles", p.roles)) return refuse(token_problem::claims, *err);
   if (auto err = string_list(j, "groups", p.groups)) return refuse(token_problem::claims, *err);
-  if (auto err = string_list(j, "scopes", p.scopes)) return refuse(token_problem::claims, *err);
+  if (auto err = string_list(j, "scopes", p.scopes, true)) return refuse(token_problem::claims, *err);
   if (auto it = j.find("scope"); it != j.end()) {
     if (!it->is_string())
       return refuse(token_problem::claims, "claim 'scope' must be a space-separated string");

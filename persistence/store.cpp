@@ -41,6 +41,7 @@ const char* const family_names[known_families] = {"default", "streams", "events"
 constexpr std::string_view schema_version_key = "schema_version";
 constexpr std::string_view schema_version = "1";
 constexpr std::string_view next_stream_id_key = "next_stream_id";
+constexpr std::string_view node_id_key = "node_id";
 
 // Stream ids are rare (one per created stream), so one lock for every store
 // in the process costs nothing and keeps store.hpp free of <mutex>.
@@ -542,6 +543,66 @@ status store::load_revocations(std::vector<revocation>* out) {
     out->push_back(std::move(r));
   }
   return from(it->status(), "read revocations");
+}
+
+status store::get_node_id(std::optional<std::string>* out) {
+  out->reset();
+  std::string value;
+  auto got = db_->Get(rocksdb::ReadOptions(), families_[meta_cf], slice(node_id_key), &value);
+  if (got.IsNotFound()) return {};
+  if (!got.ok()) return from(got, "read node_id");
+  if (value.empty()) return status::error("corrupt node_id in meta");
+  *out = std::move(value);
+  return {};
+}
+
+status store::put_node_id(const std::string& id) {
+  // Synced whatever the durability: the id names this node to its peers.
+  rocksdb::WriteOptions wo;
+  wo.sync = true;
+  return from(db_->Put(wo, families_[meta_cf], slice(node_id_key), slice(id)), "write node_id");
+}
+
+status store::approximate_event_bytes(std::uint64_t stream_id, std::uint64_t* out) {
+  auto begin = event_key(stream_id, 0);
+  auto end = event_key(stream_id, std::numeric_limits<std::uint64_t>::max());
+  rocksdb::Range range(begin, end);
+  rocksdb::SizeApproximationOptions options;
+  options.include_memtables = true;
+  options.include_files = true;
+  std::uint64_t size = 0;
+  if (auto s = from(db_->GetApproximateSizes(options, families_[events_cf], &range, 1, &size),
+                    "estimate the size of stream " + std::to_string(stream_id));
+      !s.ok())
+    return s;
+  *out = size;
+  return {};
+}
+
+storage_stats store::stats() const {
+  storage_stats out;
+  auto summed = [&](const rocksdb::Slice& property) {
+    std::uint64_t total = 0;
+    for (auto* cf : families_) {
+      std::uint64_t v = 0;
+      if (db_->GetIntProperty(cf, property, &v)) total += v;
+    }
+    return total;
+  };
+  auto db_wide = [&](const rocksdb::Slice& property) {
+    std::uint64_t v = 0;
+    return db_->GetIntProperty(property, &v) ? v : 0;
+  };
+  out.sst_bytes = summed(rocksdb::DB::Properties::kTotalSstFilesSize);
+  out.live_data_bytes = summed(rocksdb::DB::Properties::kEstimateLiveDataSize);
+  out.memtable_bytes = summed(rocksdb::DB::Properties::kCurSizeAllMemTables);
+  out.pending_compaction_bytes = summed(rocksdb::DB::Properties::kEstimatePendingCompactionBytes);
+  out.flush_pending = summed(rocksdb::DB::Properties::kMemTableFlushPending);
+  out.write_stopped = db_wide(rocksdb::DB::Properties::kIsWriteStopped) != 0;
+  out.delayed_write_rate = db_wide(rocksdb::DB::Properties::kActualDelayedWriteRate);
+  out.running_flushes = db_wide(rocksdb::DB::Properties::kNumRunningFlushes);
+  out.running_compactions = db_wide(rocksdb::DB::Properties::kNumRunningCompactions);
+  return out;
 }
 
 }  // namespace tidings::persistence

@@ -77,6 +77,18 @@ struct write_set {
   std::vector<source_snapshot> snapshot_puts;
 };
 
+struct storage_stats {
+  std::uint64_t sst_bytes = 0;            // every family's table files
+  std::uint64_t live_data_bytes = 0;      // estimate, without garbage
+  std::uint64_t memtable_bytes = 0;       // all memtables, flushed or not
+  std::uint64_t pending_compaction_bytes = 0;
+  bool write_stopped = false;             // writes are stalled outright
+  std::uint64_t delayed_write_rate = 0;   // bytes/s while slowed down; 0: not slowed
+  std::uint64_t flush_pending = 0;        // families waiting for a flush
+  std::uint64_t running_flushes = 0;
+  std::uint64_t running_compactions = 0;
+};
+
 class store {
  public:
   // Creates the directory and the column families when missing; reopens an
@@ -118,6 +130,18 @@ class store {
   // Token revocations (broker/auth): written at once and fsynced.
   status put_revocation(const revocation& r);
   status load_revocations(std::vector<revocation>* out);
+
+  // The node's id (admin views, stream owners), kept in the meta family so
+  // a restart keeps it; nullopt before the first put.
+  status get_node_id(std::optional<std::string>* out);
+  status put_node_id(const std::string& id);
+
+  // RocksDB's estimate of the bytes a stream's events take, memtables
+  // included (files are counted by the blocks the range touches).
+  status approximate_event_bytes(std::uint64_t stream_id, std::uint64_t* out);
+
+  // RocksDB's own figures for the metrics (read at each scrape; cheap).
+  storage_stats stats() const;
 
   // Adds one write_set to a batch (the group committer merges many).
   void add_to_batch(const write_set& ws, rocksdb::WriteBatch& batch) const;

@@ -10,8 +10,8 @@ namespace tidings::relay {
 
 namespace net = boost::asio;
 
-io_shard::io_shard(std::size_t index, actors::hub_registry& hubs)
-    : index_(index), hubs_(hubs), work_(net::make_work_guard(ioc_)) {}
+io_shard::io_shard(std::size_t index, actors::hub_registry& hubs, probe* metrics)
+    : index_(index), hubs_(hubs), metrics_(metrics), work_(net::make_work_guard(ioc_)) {}
 
 io_shard::~io_shard() {
   join();
@@ -52,7 +52,7 @@ void io_shard::deliver(actors::frame_batch_ptr batch) {
       auto d = self->live_.find(key);
       if (d == self->live_.end()) continue;
       std::erase_if(d->second, [](const live_entry& e) { return e.session == nullptr; });
-      if (d->second.empty()) self->live_.erase(d);
+      if (d->second.empty()) self->drop_feed(d);
     }
     self->dirty_.clear();
   });
@@ -89,7 +89,9 @@ void io_shard::remove_session(std::uint64_t id) {
 
 void io_shard::add_live(const actors::stream_key& stream, sse_session* session, std::uint64_t session_id,
                         std::size_t index) {
-  live_[key_string(stream)].push_back({session, session_id, index});
+  auto& entries = live_[key_string(stream)];
+  if (entries.empty() && metrics_) metrics_->feed_opened();
+  entries.push_back({session, session_id, index});
 }
 
 void io_shard::remove_live(const actors::stream_key& stream, std::uint64_t session_id, std::size_t index) {
@@ -104,7 +106,12 @@ void io_shard::remove_live(const actors::stream_key& stream, std::uint64_t sessi
     return;
   }
   std::erase_if(it->second, match);
-  if (it->second.empty()) live_.erase(it);
+  if (it->second.empty()) drop_feed(it);
+}
+
+void io_shard::drop_feed(live_map::iterator it) {
+  live_.erase(it);
+  if (metrics_) metrics_->feed_closed();
 }
 
 void io_shard::defer_flush(std::shared_ptr<sse_session> s, std::chrono::steady_clock::time_point due) {
@@ -164,6 +171,17 @@ void io_shard::recheck_sessions() {
     std::vector<std::shared_ptr<sse_session>> all;
     for (auto& [id, s] : self->sessions_) all.push_back(s);
     for (auto& s : all) s->recheck_auth();
+  });
+}
+
+void io_shard::list_sessions(std::function<void(std::vector<session_info>)> reply) {
+  net::post(ioc_, [weak = weak_from_this(), reply = std::move(reply)] {
+    auto self = weak.lock();
+    if (!self) return;
+    std::vector<session_info> out;
+    out.reserve(self->sessions_.size());
+    for (auto& [id, s] : self->sessions_) out.push_back(s->info());
+    reply(std::move(out));
   });
 }
 

@@ -20,6 +20,8 @@
 
 #include "actors/hub_registry.hpp"
 #include "actors/messages.hpp"
+#include "relay/probe.hpp"
+#include "relay/session_info.hpp"
 
 namespace tidings::relay {
 
@@ -27,12 +29,14 @@ class sse_session;
 
 class io_shard : public actors::fanout_sink, public std::enable_shared_from_this<io_shard> {
  public:
-  io_shard(std::size_t index, actors::hub_registry& hubs);
+  // `metrics` may be null (not measured); it outlives the shard.
+  io_shard(std::size_t index, actors::hub_registry& hubs, probe* metrics = nullptr);
   ~io_shard() override;
 
   boost::asio::io_context& context() { return ioc_; }
   std::size_t index() const { return index_; }
   actors::hub_registry& hubs() { return hubs_; }
+  probe* metrics() const { return metrics_; }
 
   void start();
   // Ends the thread once the context has no more work (after stop_context()).
@@ -73,6 +77,9 @@ class io_shard : public actors::fanout_sink, public std::enable_shared_from_this
   }
   // Every session asks its guard whether its credential still holds.
   void recheck_sessions();
+  // Calls `reply` on this shard's thread with every session's info; never
+  // when the shard has stopped (callers bound their wait).
+  void list_sessions(std::function<void(std::vector<session_info>)> reply);
 
  private:
   struct live_entry {
@@ -85,12 +92,16 @@ class io_shard : public actors::fanout_sink, public std::enable_shared_from_this
 
   std::size_t index_;
   actors::hub_registry& hubs_;
+  probe* metrics_;
   boost::asio::io_context ioc_{1};
   boost::asio::executor_work_guard<boost::asio::io_context::executor_type> work_;
   std::thread thread_;
   std::uint64_t next_session_ = 1;
   std::unordered_map<std::uint64_t, std::shared_ptr<sse_session>> sessions_;
-  std::unordered_map<std::string, std::vector<live_entry>> live_;
+  using live_map = std::unordered_map<std::string, std::vector<live_entry>>;
+  // The shard's last live session of a stream left: its feed goes.
+  void drop_feed(live_map::iterator it);
+  live_map live_;
   std::atomic<std::size_t> session_count_{0};
   bool delivering_ = false;
   std::function<void()> on_idle_;

@@ -15,6 +15,13 @@
 
 namespace tidings::relay {
 
+// Why a credential stopped holding: `kind` is a metric label (expired,
+// revoked, key_removed, tenant_removed), `reason` the text the client reads.
+struct auth_lapse {
+  std::string_view kind;
+  std::string reason;
+};
+
 class session_guard {
  public:
   virtual ~session_guard() = default;
@@ -23,7 +30,7 @@ class session_guard {
   // system_clock::time_point::max() when it never expires.
   virtual std::chrono::system_clock::time_point expires_at() const = 0;
   // nullopt while the credential holds, else why the session must end.
-  virtual std::optional<std::string> recheck() = 0;
+  virtual std::optional<auth_lapse> recheck() = 0;
 };
 
 }  // namespace tidings::relay

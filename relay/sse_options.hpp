@@ -29,6 +29,7 @@ struct sse_options {
 // A validated SSE request: which streams, and where to resume each.
 struct sse_request {
   std::string tenant = "default";
+  std::string subject;  // who connected (the admin views show it)
   std::vector<core::stream_selector> streams;
   std::optional<std::vector<core::cursor>> resume;  // one per stream when set
   // Kept as long as the session lives: the leases of the sources it reads,

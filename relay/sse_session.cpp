@@ -49,6 +49,7 @@ sse_session::sse_session(io_shard& shard, net::ip::tcp::socket socket, sse_reque
 
 void sse_session::start() {
   id_ = shard_.add_session(shared_from_this());
+  if (auto* m = shard_.metrics()) m->session_opened();
   error_code ec;
   socket_.non_blocking(true, ec);
   socket_.set_option(net::ip::tcp::no_delay(true), ec);
@@ -89,20 +90,29 @@ void sse_session::wait_expiry() {
   auto left = at - std::chrono::system_clock::now();
   expiry_.expires_after(std::chrono::duration_cast<std::chrono::steady_clock::duration>(left));
   expiry_.async_wait([self = shared_from_this()](const error_code& ec) {
-    if (!ec) self->end_unauthorized("token expired");
+    if (!ec) self->end_unauthorized({"expired", "token expired"});
   });
 }
 
 void sse_session::recheck_auth() {
   if (!request_.guard || terminating_ || closed_) return;
-  if (auto reason = request_.guard->recheck()) end_unauthorized(*reason);
+  if (auto lapse = request_.guard->recheck()) end_unauthorized(*lapse);
 }
 
-void sse_session::end_unauthorized(const std::string& reason) {
+void sse_session::end_unauthorized(const auth_lapse& lapse) {
+  if (terminating_ || closed_) return;
+  if (auto* m = shard_.metrics()) m->unauthorized(lapse.kind);
   std::string j = "{\"reason\":";
-  core::append_json_string(j, reason);
+  core::append_json_string(j, lapse.reason);
   j += "}";
   terminate(core::sse_event("", "unauthorized", j));
+}
+
+void sse_session::end_resync(const std::string& stream, std::string_view reason, core::cursor head,
+                             const std::string& resume_id) {
+  if (terminating_ || closed_) return;
+  if (auto* m = shard_.metrics()) m->resync(reason);
+  terminate(core::sse_event("", "resync", resync_json(stream, reason, head, resume_id)));
 }
 
 void sse_session::fetch(std::size_t index) {
@@ -132,7 +142,7 @@ void sse_session::on_fetched(std::size_t index, const actors::fetch_reply& reply
     return;
   }
   if (reply.status == actors::fetch_status::resync) {
-    terminate(core::sse_event("", "resync", resync_json(sub.key.name, reply.reason, reply.head, {})));
+    end_resync(sub.key.name, reply.reason, reply.head, {});
     return;
   }
   if (sub.state == sub_state::probing) {
@@ -185,7 +195,7 @@ void sse_session::fetch_next() {
 void sse_session::on_frames(std::size_t index, const actors::frame_batch& batch) {
   if (index >= subs_.size() || subs_[index].state != sub_state::live) return;
   for (auto& f : batch.frames) {
-    accept_frame(index, batch.epoch, f);
+    accept_frame(index, batch.epoch, f, batch.durable_at);
     if (terminating_) break;
   }
   flush_soon();
@@ -206,7 +216,8 @@ void sse_session::flush_deferred() {
   do_write();
 }
 
-void sse_session::accept_frame(std::size_t index, std::uint64_t epoch, const actors::frame_ptr& f) {
+void sse_session::accept_frame(std::size_t index, std::uint64_t epoch, const actors::frame_ptr& f,
+                               std::chrono::steady_clock::time_point durable_at) {
   auto& sub = subs_[index];
   if (sub.position.epoch == 0) sub.position.epoch = epoch;  // the stream was created since
   if (f->seq <= sub.position.seq) return;                   // already delivered
@@ -214,11 +225,11 @@ void sse_session::accept_frame(std::size_t index, std::uint64_t epoch, const act
   if (!sub.prefix.empty() && !std::string_view(f->path).starts_with(sub.prefix)) return;
   if (request_.guard && !request_.guard->admits(index, sub.key.name, *f)) return;
   if (subs_.size() == 1) {
-    enqueue({f, {}, index}, f->bytes.size());
+    enqueue({f, {}, index, 0, durable_at}, f->bytes.size());
   } else {
     std::string id_line = "id: " + current_id() + "\n";
     auto bytes = id_line.size() + f->body().size();
-    enqueue({f, std::move(id_line), index}, bytes);
+    enqueue({f, std::move(id_line), index, 0, durable_at}, bytes);
   }
 }
 
@@ -233,9 +244,7 @@ void sse_session::enqueue(out_item item, std::size_t bytes) {
   if (!queue_.empty() &&
       (queue_.size() + 1 > options_.queue_frames || queued_bytes_ + bytes > options_.queue_bytes)) {
     auto& sub = subs_[item.index];
-    terminate(core::sse_event("", "resync",
-                              resync_json(sub.key.name, "slow_consumer",
-                                          {sub.position.epoch, item.frame->seq}, last_delivered_id())));
+    end_resync(sub.key.name, "slow_consumer", {sub.position.epoch, item.frame->seq}, last_delivered_id());
     return;
   }
   queued_bytes_ += bytes;
@@ -246,7 +255,7 @@ void sse_session::enqueue(out_item item, std::size_t bytes) {
 void sse_session::enqueue_control(std::string frame) {
   auto bytes = frame.size();
   queued_bytes_ += bytes;
-  queue_.push_back({nullptr, std::move(frame), 0, bytes});
+  queue_.push_back({nullptr, std::move(frame), 0, bytes, {}});
 }
 
 std::string sse_session::id_of(const out_item& item) const {
@@ -290,6 +299,8 @@ void sse_session::do_write() {
   if (!preamble_.empty()) buffers_.push_back(net::buffer(preamble_));
   buffers_.push_back({});  // the chunk size line, filled in below
   std::size_t total = 0;
+  std::size_t events = 0;
+  std::chrono::steady_clock::time_point oldest_live{};
   // Coalesce what is pending into one chunk and one write.
   while (!queue_.empty() && (writing_.empty() || total < options_.write_bytes) && buffers_.size() < 512) {
     writing_.push_back(std::move(queue_.front()));
@@ -297,6 +308,10 @@ void sse_session::do_write() {
     auto& item = writing_.back();
     queued_bytes_ -= item.bytes;
     total += item.bytes;
+    if (item.frame) ++events;
+    if (item.durable_at != std::chrono::steady_clock::time_point{} &&
+        (oldest_live == std::chrono::steady_clock::time_point{} || item.durable_at < oldest_live))
+      oldest_live = item.durable_at;
     if (!item.frame) {
       buffers_.push_back(net::buffer(item.text));
     } else if (item.text.empty()) {
@@ -316,6 +331,10 @@ void sse_session::do_write() {
   buffers_.push_back(net::buffer(last ? std::string_view("\r\n0\r\n\r\n") : std::string_view("\r\n")));
   write_in_flight_ = true;
   last_write_ = std::chrono::steady_clock::now();
+  if (auto* m = shard_.metrics(); m && events > 0) {
+    m->delivered(events);
+    if (oldest_live != std::chrono::steady_clock::time_point{}) m->delivery_lag(last_write_ - oldest_live);
+  }
   net::async_write(socket_, buffers_,
                    [self = shared_from_this()](const error_code& ec, std::size_t) { self->on_write(ec); });
 }
@@ -411,7 +430,27 @@ void sse_session::close() {
   expiry_.cancel();
   socket_.shutdown(net::ip::tcp::socket::shutdown_both, ec);
   socket_.close(ec);
+  if (auto* m = shard_.metrics()) m->session_closed();
   shard_.remove_session(id_);  // may release the last owner: nothing after this
+}
+
+session_info sse_session::info() const {
+  session_info out;
+  out.shard = shard_.index();
+  out.id = id_;
+  out.tenant = request_.tenant;
+  out.subject = request_.subject;
+  out.streams = request_.streams;
+  out.queue_frames = queue_.size();
+  out.queue_bytes = queued_bytes_;
+  out.age = std::chrono::steady_clock::now() - created_;
+  error_code ec;
+  auto remote = socket_.remote_endpoint(ec);
+  if (!ec) {
+    auto host = remote.address().to_string();
+    out.remote = (remote.address().is_v6() ? "[" + host + "]" : host) + ":" + std::to_string(remote.port());
+  }
+  return out;
 }
 
 }  // namespace tidings::relay

@@ -21,6 +21,8 @@
 #include <vector>
 
 #include "actors/hub_actor.hpp"
+#include "relay/session_guard.hpp"
+#include "relay/session_info.hpp"
 #include "relay/sse_options.hpp"
 
 namespace tidings::relay {
@@ -44,6 +46,8 @@ class sse_session : public std::enable_shared_from_this<sse_session> {
   void recheck_auth();
   // The shard's coalescing timer fired: write what is queued.
   void flush_deferred();
+  // What the admin API shows of this session (on this thread).
+  session_info info() const;
 
  private:
   enum class sub_state { probing, fetching, waiting_room, live, ended };
@@ -59,12 +63,15 @@ class sse_session : public std::enable_shared_from_this<sse_session> {
     std::string text;         // per-session id line (multi-stream), or the control frame
     std::size_t index = 0;    // which subscription
     std::size_t bytes = 0;
+    // Set for live events only: when their hub learned they were durable.
+    std::chrono::steady_clock::time_point durable_at{};
   };
 
   void fetch(std::size_t index);
   void fetch_next();
   void write_hello();
-  void accept_frame(std::size_t index, std::uint64_t epoch, const actors::frame_ptr& f);
+  void accept_frame(std::size_t index, std::uint64_t epoch, const actors::frame_ptr& f,
+                    std::chrono::steady_clock::time_point durable_at = {});
   void enqueue(out_item item, std::size_t bytes);
   void enqueue_control(std::string frame);
   std::string id_of(const out_item& item) const;
@@ -77,7 +84,9 @@ class sse_session : public std::enable_shared_from_this<sse_session> {
   void wait_heartbeat();
   void wait_readable();
   void wait_expiry();
-  void end_unauthorized(const std::string& reason);
+  void end_unauthorized(const auth_lapse& lapse);
+  void end_resync(const std::string& stream, std::string_view reason, core::cursor head,
+                  const std::string& resume_id);
   void terminate(std::string control_frame);
   void close();
   std::string current_id() const;
@@ -110,6 +119,7 @@ class sse_session : public std::enable_shared_from_this<sse_session> {
   bool terminating_ = false;
   bool closed_ = false;
   out_item last_written_;  // the last data event written, for slow_consumer's resume hint
+  const std::chrono::steady_clock::time_point created_ = std::chrono::steady_clock::now();
 };
 
 }  // namespace tidings::relay

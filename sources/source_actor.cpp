@@ -108,6 +108,7 @@ void fail_fast(self_ptr self, const std::string& reason,
   set_phase(st, phase::failed, reason);
   st.start_error = actors::watch_error{kind, reason};
   logging::info("source.start_failed", {{"uri", st.cfg.uri}, {"error", reason}});
+  if (st.cfg.metrics) st.cfg.metrics->failed(st.cfg.tenant, st.cfg.uri, reason);
   for (auto& j : st.joiners) j->answer(st.start_error, {});
   st.joiners.clear();
   close_upstream(st);
@@ -137,6 +138,7 @@ void fail(self_ptr self, const std::string& reason) {
   auto message = "source failed after " + std::to_string(st.failures) + " attempts: " + reason;
   set_phase(st, phase::failed, message);
   logging::error("source.failed", {{"uri", st.cfg.uri}, {"error", message}});
+  if (st.cfg.metrics) st.cfg.metrics->failed(st.cfg.tenant, st.cfg.uri, message);
   auto req = std::make_shared<actors::publish_request>();
   req->events.push_back(make_event(st, {{"type", "ERROR"}, {"message", message}}, true));
   caf::actor_addr weak = self->address();
@@ -158,6 +160,7 @@ void retry_later(self_ptr self, const std::string& reason) {
                                          {"reason", reason},
                                          {"attempt", static_cast<std::uint64_t>(st.failures + 1)},
                                          {"wait_ms", static_cast<std::int64_t>(wait.count())}});
+  if (st.cfg.metrics) st.cfg.metrics->resubscribing(st.cfg.tenant, st.cfg.uri, reason);
   auto generation = st.generation;
   self->delayed_send(self, wait, actors::task_atom::value, actors::actor_task{[self, generation] {
                        if (self->state.generation == generation && self->state.at == phase::resubscribing)
@@ -187,6 +190,28 @@ void on_subscribed(self_ptr self, std::uint64_t generation) {
   request_read(self);
 }
 
+// The upstream is open: from here its strategy labels this source's metrics.
+void on_opened(self_ptr self, const std::string& strategy) {
+  auto& st = self->state;
+  if (!st.strategy.empty()) return;
+  st.strategy = strategy;
+  st.cfg.status->update([&](actors::source_info& i) { i.strategy = strategy; });
+  if (st.cfg.metrics) st.watching = std::make_unique<probe::active_watcher>(*st.cfg.metrics, strategy);
+}
+
+// A change signal: counted, audited with the subscribers it will reach.
+void on_fired(self_ptr self) {
+  auto& st = self->state;
+  std::uint64_t subscribers = 0;
+  st.cfg.status->update([&](actors::source_info& i) {
+    i.last_fire_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                         std::chrono::system_clock::now().time_since_epoch())
+                         .count();
+    subscribers = i.subscribers;
+  });
+  if (st.cfg.metrics) st.cfg.metrics->fired(st.strategy, st.cfg.tenant, st.cfg.uri, subscribers);
+}
+
 void subscribe_upstream(self_ptr self) {
   auto& st = self->state;
   auto generation = ++st.generation;
@@ -195,6 +220,8 @@ void subscribe_upstream(self_ptr self) {
     if (!slot->up) {
       std::string error;
       slot->up = conn->open(uri, &error);
+      if (slot->up)
+        post_back(weak, [self, strategy = std::string(slot->up->strategy())] { on_opened(self, strategy); });
       if (!slot->up) {
         post_back(weak, [self, generation, error] {
           // The connector refused the URI itself: the caller's mistake.
@@ -215,7 +242,16 @@ void subscribe_upstream(self_ptr self) {
         // Also while the first read after a (re)subscribe is in flight: it may
         // have fetched the content from before this change.
         if (generation != st.generation) return;
+        on_fired(self);
         request_read(self);
+      });
+    };
+    h.degraded = [self, weak, generation](std::string error) {
+      post_back(weak, [self, generation, error = std::move(error)] {
+        auto& st = self->state;
+        if (generation != st.generation) return;
+        st.cfg.status->update([&](actors::source_info& i) { i.error = error; });
+        if (st.cfg.metrics) st.cfg.metrics->poll_failed(st.cfg.tenant, st.cfg.uri, error);
       });
     };
     h.ended = [self, weak, generation](std::string reason) {
@@ -260,6 +296,7 @@ void commit_read(self_ptr self, core::resource_tracker next, std::vector<core::e
         i.shape = std::string(st.tracker.shape_name());
         i.events += count;
       });
+      if (st.cfg.metrics && count > 0) st.cfg.metrics->notifications_sent(st.strategy, count);
       if (current && st.at != phase::running) {
         st.failures = 0;
         set_phase(st, phase::running);

@@ -25,6 +25,7 @@
 #include "actors/hub_actor.hpp"
 #include "core/resource_tracker.hpp"
 #include "persistence/group_commit.hpp"
+#include "sources/probe.hpp"
 #include "sources/source_actors.hpp"
 #include "sources/source_status.hpp"
 #include "sources/upstream.hpp"
@@ -42,6 +43,7 @@ struct source_config {
   persistence::group_committer* committer = nullptr;
   actors::hub_actor hub;
   std::shared_ptr<source_status> status;
+  probe* metrics = nullptr;  // null: not measured
   // Waits before each resubscribe attempt; the source fails after the last.
   std::vector<std::chrono::milliseconds> backoff = {std::chrono::seconds(1), std::chrono::seconds(2),
                                                     std::chrono::seconds(4), std::chrono::seconds(8),
@@ -70,6 +72,8 @@ struct source_state {
   bool committing = false;                         // a read's events and snapshot are being stored
   bool read_again = false;                         // an update came meanwhile: read once more after
   std::optional<actors::watch_error> start_error;  // why the first subscribe or read failed
+  std::string strategy;                            // the upstream's, once it is open
+  std::unique_ptr<probe::active_watcher> watching;  // counts this source while it lives
 };
 
 source_actor::behavior_type source(source_actor::stateful_pointer<source_state> self, source_config cfg);

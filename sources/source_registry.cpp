@@ -42,6 +42,7 @@ source_registry_state::entry& spawn_source(self_ptr self, const std::string& ten
   cfg.committer = st.cfg.committer;
   cfg.hub = st.cfg.hubs->get({tenant, cfg.stream});
   if (!st.cfg.backoff.empty()) cfg.backoff = st.cfg.backoff;
+  cfg.metrics = st.cfg.metrics;
   actors::source_info info;
   info.tenant = tenant;
   info.uri = route.uri;

@@ -19,6 +19,7 @@
 #include "actors/source_registry_actor.hpp"
 #include "persistence/group_commit.hpp"
 #include "sources/catalog.hpp"
+#include "sources/probe.hpp"
 #include "sources/source_actors.hpp"
 #include "sources/source_status.hpp"
 
@@ -31,6 +32,7 @@ struct source_registry_config {
   persistence::group_committer* committer = nullptr;
   actors::hub_registry* hubs = nullptr;
   std::vector<std::chrono::milliseconds> backoff;  // empty: 1, 2, 4, 8, 16 s
+  probe* metrics = nullptr;                         // null: not measured
 };
 
 struct source_registry_state {

@@ -53,9 +53,16 @@ class upstream {
     // The subscription ended or could not be made. The source decides about
     // backoff and calls subscribe() again; the upstream never retries alone.
     std::function<void(std::string reason)> ended;
+    // A check failed but the subscription holds (a poll that could not
+    // fetch and will try again at its next tick). Optional.
+    std::function<void(std::string error)> degraded;
   };
 
   virtual ~upstream() = default;
+
+  // How changes reach us, for the admin view and metric labels (a fixed,
+  // small set): subscribe, webhook, poll, listen, inotify or watch.
+  virtual const char* strategy() const = 0;
 
   // Starts (or restarts after `ended`) the upstream subscription. Exactly one
   // of subscribed / ended follows; after subscribed, any number of updated

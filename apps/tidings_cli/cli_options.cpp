@@ -13,6 +13,9 @@ const char* const usage_text =
     "                         [--max-wait-ms MS]\n"
     "       tidings [OPTIONS] watch-list [--json]\n"
     "       tidings [OPTIONS] watch-stop NAME\n"
+    "       tidings [OPTIONS] admin watches|streams|sessions|nodes|tenants [--json]\n"
+    "       tidings [OPTIONS] admin drain|reload\n"
+    "       tidings [OPTIONS] admin revoke --jti ID | --sub SUBJECT\n"
     "\n"
     "publish      POSTs JSON (one event or an array; stdin when absent) and prints the cursors.\n"
     "watch        follows the streams over SSE and prints one line per event:\n"
@@ -24,6 +27,11 @@ const char* const usage_text =
     "             notices go to the stream watch:NAME.\n"
     "watch-list   prints the node's watches as a table; --json prints the server's JSON array.\n"
     "watch-stop   stops the watch NAME.\n"
+    "admin        the node's admin API (a token with tidings.admin): watches (the running\n"
+    "             upstream sources), streams, sessions, nodes and tenants print tables (--json:\n"
+    "             the server's JSON); drain stops the node gracefully and reload re-reads its\n"
+    "             config (both need an operator tenant's admin); revoke ends a token (--jti)\n"
+    "             or every token of a subject (--sub) in the admin's tenant.\n"
     "\n"
     "OPTIONS (every command):\n"
     "--server HOST:PORT  the node; defaults to $TIDINGS_SERVER, else 127.0.0.1:8080.\n"
@@ -79,8 +87,22 @@ std::string_view owner_of(std::string_view flag) {
   if (flag == "--since" || flag == "--count" || flag == "--once") return "watch";
   if (flag == "--idempotency-key") return "publish";
   if (flag == "--on-event" || flag == "--debounce-ms" || flag == "--max-wait-ms") return "watch-start";
-  if (flag == "--json") return "watch-list";
+  if (flag == "--json") return "watch-list or admin";
+  if (flag == "--jti" || flag == "--sub") return "admin revoke";
   return {};
+}
+
+// Whether `owner` (as owner_of names it) admits `command` ("admin revoke"
+// counts as admin here; parse_cli checks the admin action itself).
+bool owned_by(std::string_view owner, std::string_view command) {
+  if (owner == command) return true;
+  if (owner == "watch-list or admin") return command == "watch-list" || command == "admin";
+  return owner == "admin revoke" && command == "admin";
+}
+
+bool admin_view(std::string_view action) {
+  return action == "watches" || action == "streams" || action == "sessions" || action == "nodes" ||
+         action == "tenants";
 }
 
 }  // namespace
@@ -136,6 +158,11 @@ cli_options parse_cli(const std::vector<std::string>& args, const char* env_serv
     } else if (arg == "--json") {
       no_value();
       out.watch_list.json = true;
+      out.admin.json = true;
+    } else if (arg == "--jti") {
+      out.admin.jti = value();
+    } else if (arg == "--sub") {
+      out.admin.sub = value();
     } else if (arg.size() > 1 && arg[0] == '-' && arg != "-") {
       throw usage_error("unknown option " + arg);
     } else {
@@ -157,7 +184,7 @@ cli_options parse_cli(const std::vector<std::string>& args, const char* env_serv
   }
 
   if (positional.empty()) {
-    throw usage_error("missing command (publish, watch, watch-start, watch-list or watch-stop)");
+    throw usage_error("missing command (publish, watch, watch-start, watch-list, watch-stop or admin)");
   }
   out.command = positional.front();
   const std::vector<std::string> rest(positional.begin() + 1, positional.end());
@@ -178,11 +205,30 @@ cli_options parse_cli(const std::vector<std::string>& args, const char* env_serv
   } else if (out.command == "watch-stop") {
     if (rest.size() != 1) throw usage_error("watch-stop wants NAME");
     out.watch_stop.name = rest[0];
+  } else if (out.command == "admin") {
+    if (rest.size() != 1)
+      throw usage_error(
+          "admin wants one of watches, streams, sessions, nodes, tenants, drain, reload, revoke");
+    out.admin.action = rest[0];
+    const auto& action = out.admin.action;
+    if (!admin_view(action) && action != "drain" && action != "reload" && action != "revoke")
+      throw usage_error("unknown admin command '" + action +
+                        "' (watches, streams, sessions, nodes, tenants, drain, reload or revoke)");
+    if (out.admin.json && !admin_view(action))
+      throw usage_error("--json belongs to admin watches, streams, sessions, nodes and tenants");
+    if (action == "revoke") {
+      if (out.admin.jti.has_value() == out.admin.sub.has_value())
+        throw usage_error("admin revoke wants exactly one of --jti ID or --sub SUBJECT");
+      if ((out.admin.jti && out.admin.jti->empty()) || (out.admin.sub && out.admin.sub->empty()))
+        throw usage_error("admin revoke wants a non-empty --jti or --sub");
+    } else if (out.admin.jti || out.admin.sub) {
+      throw usage_error("--jti and --sub belong to admin revoke");
+    }
   } else {
     throw usage_error("unknown command '" + out.command + "'");
   }
   for (const auto& [flag, owner] : command_flags) {
-    if (owner != out.command) throw usage_error(flag + " belongs to " + std::string(owner));
+    if (!owned_by(owner, out.command)) throw usage_error(flag + " belongs to " + std::string(owner));
   }
   return out;
 }

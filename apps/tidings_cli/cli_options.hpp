@@ -47,6 +47,15 @@ struct watch_stop_options {
   std::string name;
 };
 
+// `admin VIEW [--json]`, `admin drain`, `admin reload`,
+// `admin revoke --jti ID | --sub SUBJECT`: the node's admin API.
+struct admin_options {
+  std::string action;  // watches, streams, sessions, nodes, tenants, drain, reload or revoke
+  bool json = false;   // views: the server's JSON as it came, not the table
+  std::optional<std::string> jti;
+  std::optional<std::string> sub;
+};
+
 // The node every command talks to, and the token it shows that node.
 struct server_options {
   client::endpoint endpoint;
@@ -59,12 +68,13 @@ struct server_options {
 struct cli_options {
   server_options server;
   bool help = false;
-  std::string command;  // "publish", "watch", "watch-start", "watch-list" or "watch-stop"
+  std::string command;  // "publish", "watch", "watch-start", "watch-list", "watch-stop" or "admin"
   publish_options publish;
   watch_options watch;
   watch_start_options watch_start;
   watch_list_options watch_list;
   watch_stop_options watch_stop;
+  admin_options admin;
 };
 
 // `env_server` is $TIDINGS_SERVER and `env_token` $TIDINGS_TOKEN (nullptr when

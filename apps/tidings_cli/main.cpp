@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "apps/tidings_cli/admin_command.hpp"
 #include "apps/tidings_cli/cli_options.hpp"
 #include "apps/tidings_cli/publish_command.hpp"
 #include "apps/tidings_cli/watch_admin_command.hpp"
@@ -29,5 +30,6 @@ int main(int argc, char** argv) {
   if (opts.command == "watch-start") return run_watch_start(opts.server, opts.watch_start);
   if (opts.command == "watch-list") return run_watch_list(opts.server, opts.watch_list);
   if (opts.command == "watch-stop") return run_watch_stop(opts.server, opts.watch_stop);
+  if (opts.command == "admin") return run_admin(opts.server, opts.admin);
   return run_watch(opts.server, opts.watch);
 }

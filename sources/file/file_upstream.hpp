@@ -35,6 +35,7 @@ namespace tidings::sources::file {
 
 class file_upstream final : public upstream {
  public:
+  const char* strategy() const override { return "inotify"; }
   file_upstream(boost::asio::io_context& io, file_target target, std::shared_ptr<const file_scope> scope);
   ~file_upstream() override;
 

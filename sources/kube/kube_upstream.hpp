@@ -31,6 +31,7 @@ namespace tidings::sources::kube {
 
 class kube_upstream final : public upstream {
  public:
+  const char* strategy() const override { return "watch"; }
   kube_upstream(boost::asio::io_context& ioc, const kube_config& config, kube_uri uri, std::string path);
   ~kube_upstream() override;
 

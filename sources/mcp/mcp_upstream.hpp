@@ -13,6 +13,7 @@ namespace tidings::sources::mcp {
 
 class mcp_upstream : public upstream {
  public:
+  const char* strategy() const override { return "subscribe"; }
   mcp_upstream(std::shared_ptr<mcp_session> session, std::string uri)
       : session_(std::move(session)), uri_(std::move(uri)) {}
   ~mcp_upstream() override { close(); }

@@ -35,6 +35,7 @@ void poll_upstream::tick() {
       ++failed_;
       logging::warn("source.poll_failed",
                     {{"uri", resource_.uri}, {"error", r.error}, {"failed_fetches", failed_}});
+      if (handlers_.degraded) handlers_.degraded(r.error);
     } else {
       auto hash = sha256_hex(r.result->text);
       bool changed = !last_hash_.empty() && hash != last_hash_;

@@ -22,6 +22,7 @@ namespace tidings::sources::web {
 
 class poll_upstream final : public upstream {
  public:
+  const char* strategy() const override { return "poll"; }
   poll_upstream(boost::asio::io_context& ioc, const web_resource_config& resource);
   ~poll_upstream() override;
 

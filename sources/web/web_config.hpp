@@ -48,6 +48,14 @@ struct web_config {
   std::vector<std::string> allowed_origins;  // for POST /webhooks/...; no Origin header always passes
 };
 
+// A webhook resource's tokens, as a reload hands them to the running
+// connector (web_connector::update_tokens).
+struct webhook_tokens {
+  std::string uri;
+  std::string token;  // empty: a random one (the one generated at start is kept)
+  std::vector<std::string> previous_tokens;
+};
+
 // The configuration's mistakes, each naming the resources involved: a token
 // shared by two resources (the gateway lets the later win silently; we
 // refuse), a duplicate URI, a poll without a backend, a bad backend URL.

@@ -3,6 +3,7 @@
 #include <openssl/crypto.h>
 #include <openssl/rand.h>
 
+#include <algorithm>
 #include <array>
 
 #include <boost/asio/post.hpp>
@@ -46,6 +47,7 @@ web_connector::web_connector(boost::asio::io_context& ioc, web_config cfg) : ioc
     }
     if (r.kind == strategy::webhook && r.token.empty()) {
       r.token = random_uuid_v4();
+      generated_.insert(r.uri);
       // Tokens are credentials and never logged whole (docs/security.md):
       // a generated one only keeps a scratch resource unreachable until the
       // config sets one.
@@ -113,6 +115,31 @@ void web_connector::read(const std::string& uri, std::function<void(read_outcome
 void web_connector::stop() {
   // Each live upstream's close() erases itself.
   while (!live_.empty()) live_.begin()->second->close();
+}
+
+void web_connector::update_tokens(const std::vector<webhook_tokens>& tokens) {
+  for (const auto& t : tokens) {
+    auto it = std::find_if(cfg_.resources.begin(), cfg_.resources.end(),
+                           [&](const web_resource_config& r) { return r.uri == t.uri; });
+    if (it == cfg_.resources.end() || it->kind != strategy::webhook) continue;
+    bool changed = it->previous_tokens != t.previous_tokens;
+    it->previous_tokens = t.previous_tokens;
+    if (!t.token.empty()) {
+      changed = changed || it->token != t.token;
+      it->token = t.token;
+      generated_.erase(t.uri);
+    } else if (!generated_.contains(t.uri)) {
+      // The configured token was removed: it must stop working.
+      it->token = random_uuid_v4();
+      generated_.insert(t.uri);
+      changed = true;
+    }
+    if (changed)
+      logging::info("webhook.tokens_updated",
+                    {{"uri", it->uri},
+                     {"token", token_hint(it->token)},
+                     {"previous_tokens", static_cast<std::uint64_t>(it->previous_tokens.size())}});
+  }
 }
 
 std::optional<std::string> web_connector::fire(std::string_view token) {

@@ -7,6 +7,7 @@
 
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 
 #include <boost/asio/io_context.hpp>
@@ -36,6 +37,10 @@ class web_connector final : public connector {
   // after telling its live upstream, if any; nullopt for an unknown token.
   std::optional<std::string> fire(std::string_view token);
 
+  // A reload's new tokens: from now on fire() accepts these (and no other)
+  // for each listed resource; resources not listed keep theirs.
+  void update_tokens(const std::vector<webhook_tokens>& tokens);
+
   const std::vector<std::string>& allowed_origins() const { return cfg_.allowed_origins; }
 
  private:
@@ -44,6 +49,7 @@ class web_connector final : public connector {
   boost::asio::io_context& ioc_;
   web_config cfg_;
   std::string name_ = "resources";
+  std::set<std::string, std::less<>> generated_;  // uris whose token was generated, not configured
   std::map<std::string, webhook_upstream*, std::less<>> live_;  // uri -> the subscribed upstream
 };
 

@@ -20,6 +20,7 @@ namespace tidings::sources::web {
 
 class webhook_upstream final : public upstream {
  public:
+  const char* strategy() const override { return "webhook"; }
   // `on_close` unregisters it from the connector's table of live upstreams.
   webhook_upstream(boost::asio::io_context& ioc, const web_resource_config& resource,
                    std::function<void()> on_close);

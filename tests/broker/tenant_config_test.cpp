@@ -172,6 +172,18 @@ TEST_CASE("tenant_config: a full tenants section parses") {
   ::unsetenv("TIDINGS_TEST_ACME_SECRET");
 }
 
+TEST_CASE("tenant_config: operator marks the tenant whose admins run the node") {
+  std::vector<tenant_spec> out;
+  REQUIRE_FALSE(parse(one_tenant("    operator: true\n") + "  - id: other\n    keys: [{alg: HS256, secret: " +
+                          secret + "}]\n    operator: false\n",
+                      &out));
+  REQUIRE(out.size() == 2);
+  CHECK(out[0].node_operator);
+  CHECK_FALSE(out[1].node_operator);
+  REQUIRE_FALSE(parse(one_tenant(), &out));
+  CHECK_FALSE(out[0].node_operator);
+}
+
 TEST_CASE("tenant_config: an empty tenants list is no tenants") {
   std::vector<tenant_spec> out(1);
   CHECK_FALSE(parse("tenants: []\n", &out));
@@ -193,6 +205,8 @@ TEST_CASE("tenant_config: each error names its path") {
       {"tenants:\n", "tenants: must be a list of tenants"},
       {"tenants: [7]\n", "tenants[0]: must be a mapping"},
       {one_tenant("    colour: blue\n"), "tenants[0].colour: unknown setting"},
+      {one_tenant("    operator: yes please\n"), "tenants[0].operator: must be true or false"},
+      {one_tenant("    operator: [true]\n"), "tenants[0].operator: must be a single value"},
       {"tenants: [{keys: [{alg: HS256, secret: " + secret + "}]}]\n", "tenants[0]: needs id"},
       {"tenants: [{id: Acme, keys: [{alg: HS256, secret: " + secret + "}]}]\n",
        "tenants[0].id: must be 1-64 of a-z 0-9 . _ -"},

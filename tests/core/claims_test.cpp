@@ -68,6 +68,25 @@ TEST_CASE("each missing or bad claim is named") {
   CHECK(map_claims("{", now).problem == token_problem::malformed);
 }
 
+TEST_CASE("list claims refuse empty entries and scopes with spaces") {
+  // Found by claims_fuzz: ["", "%b"] used to pass as an empty scope.
+  for (auto [name, value] : {std::pair{"scopes", json::array({"", "read"})},
+                             std::pair{"scopes", json::array({"read docs"})},
+                             std::pair{"roles", json::array({""})}, std::pair{"groups", json::array({1})}}) {
+    auto j = good();
+    j[name] = value;
+    auto r = map_claims(j.dump(), now);
+    CHECK_FALSE(r.value);
+    CHECK(r.problem == token_problem::claims);
+    CHECK(r.error.find(name) != std::string::npos);
+  }
+  auto j = good();
+  j["roles"] = {"Library Admin"};
+  auto r = map_claims(j.dump(), now);
+  REQUIRE(r.value);
+  CHECK(r.value->roles == std::vector<std::string>{"Library Admin"});
+}
+
 TEST_CASE("expiry and not-before are checked against the given time") {
   auto j = good();
   j["exp"] = now;

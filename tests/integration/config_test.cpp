@@ -17,6 +17,7 @@
 #include "tests/support/publishing.hpp"
 #include "tests/support/sse_reading.hpp"
 #include "tests/support/tidingsd_process.hpp"
+#include "tests/support/watching.hpp"
 
 namespace {
 
@@ -202,4 +203,38 @@ TEST_CASE("tidingsd exits 2 on --durability maybe", "[config]") {
   CHECK(r.exit_code == 2);
   CHECK(r.err.find("--durability") != std::string::npos);
   CHECK(r.err.find("sync") != std::string::npos);
+}
+
+TEST_CASE("the repo's example config starts a node as is", "[config]") {
+  temp_dir data;
+  auto example = std::filesystem::path(TIDINGS_SOURCE_DIR) / "config/tidings.example.yaml";
+  // The harness adds --listen 127.0.0.1:0 and --data-dir: flags win over the file.
+  tidingsd_process node(data.path(), {"--config", example.string()});
+  auto r = client::request(node.endpoint(), "GET", "/healthz");
+  INFO(r.body);
+  CHECK(r.status == 200);
+  CHECK(std::filesystem::exists(data.path() / "CURRENT"));
+}
+
+TEST_CASE("a reload applies a changed log-level live", "[config][logging]") {
+  temp_dir conf;
+  temp_dir data;
+  auto file = write_file(conf.path() / "tidings.yaml", "log-level: info\nheartbeat-ms: 20000\n");
+  tidingsd_process node(data.path(), {"--config", file.string()});
+  auto ep = node.endpoint();
+
+  // watch.started is a debug line, logged before the watch's reply.
+  start_watch_ok(ep, {{"name", "before"}, {"uri", "stream://memo/before"}});
+  CHECK(node.log().find("\"watch.started\"") == std::string::npos);
+
+  write_file(file, "log-level: info,watch=debug\nheartbeat-ms: 20000\n");
+  auto r = client::request(ep, "POST", "/admin/v1/reload", "{}", {{"Content-Type", "application/json"}});
+  INFO(r.body);
+  REQUIRE(r.status == 200);
+  auto body = json::parse(r.body);
+  CHECK(body["restart_needed"] == json::array());
+  CHECK(body["log_level"] == "info,watch=debug");
+
+  start_watch_ok(ep, {{"name", "after"}, {"uri", "stream://memo/after"}});
+  CHECK(node.await_log("\"watch.started\",\"watch\":\"after\"", 5s));
 }

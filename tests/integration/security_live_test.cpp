@@ -126,9 +126,15 @@ TEST_CASE("a reload that removes the admitting key ends its sessions (SIGHUP and
   CHECK(client::request(ep, "GET", "/v1/streams", {}, bearer(hs)).status == 401);
 
   node.write_config(true);
-  auto reloaded = post(ep, rs, "/admin/v1/reload", json::object());
+  // Only an operator's admin reloads the node; acme's admin is refused.
+  CHECK(post(ep, rs, "/admin/v1/reload", json::object()).status == 403);
+  CHECK(client::request(ep, "GET", "/v1/streams", {}, bearer(hs)).status == 401);
+  auto ops = node.token(token_spec().tenant("ops").sub("oli").admin(true));
+  auto reloaded = post(ep, ops, "/admin/v1/reload", json::object());
   CHECK(reloaded.status == 200);
   CHECK(client::request(ep, "GET", "/v1/streams", {}, bearer(hs)).status == 200);
+  // The key came back; the session it never concerned stayed open throughout.
+  CHECK(b.next(m, 300ms) != client::sse_stream::result::closed);
   auto audit = read_file(node.audit_path());
   CHECK(audit.find("SIGHUP") != std::string::npos);
   CHECK(audit.find("POST /admin/v1/reload") != std::string::npos);

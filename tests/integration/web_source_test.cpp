@@ -297,3 +297,49 @@ upstreams:
   CHECK(got.events[0].data["old"] == "report v1");
   CHECK(got.events[0].data["new"] == "gone");
 }
+
+TEST_CASE("a reload applies new webhook tokens live; other upstream changes wait for a restart",
+          "[sources][webhook][config]") {
+  temp_dir dir;
+  auto hook = [](const std::string& token, const std::string& previous, const std::string& extra = {}) {
+    return "upstreams:\n"
+           "  resources:\n"
+           "    - uri: hook://deploys\n"
+           "      watch: {strategy: {type: webhook, token: " +
+           token + ", previous_tokens: [" + previous + "]}}\n" + extra;
+  };
+  auto cfg = write_config(dir, hook("first-token-0123456789", ""));
+  tidingsd_process node(dir.path() / "data", {"--config", cfg.string()});
+  auto ep = node.endpoint();
+  // The reload's tokens reach the sources thread before any webhook answered
+  // after the reload's reply, so no waiting is needed.
+  auto reload = [&](const std::string& yaml) {
+    write_config(dir, yaml);
+    auto r = client::request(ep, "POST", "/admin/v1/reload", "{}", {{"Content-Type", "application/json"}});
+    INFO(r.body);
+    REQUIRE(r.status == 200);
+    return json::parse(r.body)["restart_needed"];
+  };
+  REQUIRE(fire(ep, "first-token-0123456789").status == 200);
+
+  // A new token replaces the old one, which is unknown from then on.
+  CHECK(reload(hook("second-token-0123456789", "")) == json::array());
+  CHECK(fire(ep, "first-token-0123456789").status == 404);
+  CHECK(fire(ep, "second-token-0123456789").status == 200);
+
+  // A rotation: the previous token keeps working while it is listed.
+  CHECK(reload(hook("third-token-0123456789", "second-token-0123456789")) == json::array());
+  CHECK(fire(ep, "third-token-0123456789").status == 200);
+  CHECK(fire(ep, "second-token-0123456789").status == 200);
+  CHECK(fire(ep, "first-token-0123456789").status == 404);
+
+  // Any other change to the upstreams needs a restart, and leaves the
+  // tokens in use alone.
+  CHECK(reload(hook("fourth-token-0123456789", "", "  allowed_origins: [https://app.example]\n")) ==
+        json::array({"upstreams"}));
+  CHECK(fire(ep, "fourth-token-0123456789").status == 404);
+  CHECK(fire(ep, "third-token-0123456789").status == 200);
+  // Tokens are never logged in full.
+  CHECK(node.log().find("third-token-0123456789") == std::string::npos);
+  CHECK(node.await_log("\"webhook.tokens_updated\"", 5s));
+}

@@ -392,3 +392,33 @@ TEST_CASE("allocate_stream_id is unique under concurrency", "[store]") {
   CHECK(all.front() == 1);
   CHECK(all.back() == 100);
 }
+
+TEST_CASE("the node id is kept across a reopen", "[store]") {
+  temp_dir tmp;
+  {
+    auto db = open_store(tmp.db());
+    std::optional<std::string> id;
+    REQUIRE(db->get_node_id(&id).ok());
+    CHECK_FALSE(id);
+    REQUIRE(db->put_node_id("0123456789abcdef").ok());
+  }
+  auto db = open_store(tmp.db());
+  std::optional<std::string> id;
+  REQUIRE(db->get_node_id(&id).ok());
+  CHECK(id == "0123456789abcdef");
+}
+
+TEST_CASE("approximate_event_bytes counts one stream's events, memtable included", "[store]") {
+  temp_dir tmp;
+  auto db = open_store(tmp.db());
+  group_committer gc(*db);
+  REQUIRE(commit(gc, append(3, "docs", 1, 200)).ok());
+  REQUIRE(commit(gc, append(5, "next", 1, 2)).ok());
+  std::uint64_t docs = 0, next = 0, empty = 0;
+  REQUIRE(db->approximate_event_bytes(3, &docs).ok());
+  REQUIRE(db->approximate_event_bytes(5, &next).ok());
+  REQUIRE(db->approximate_event_bytes(4, &empty).ok());
+  CHECK(docs > 200 * 16);  // at least the keys
+  CHECK(docs > next);
+  CHECK(empty == 0);
+}

@@ -37,10 +37,12 @@ std::string error_of(const client::http_response& r) {
                                                                         : r.body;
 }
 
-tenant_node::tenant_node(std::string acme_extra, std::vector<std::string> args)
+tenant_node::tenant_node(std::string acme_extra, std::vector<std::string> args, std::string file_extra)
     : acme_extra_(std::move(acme_extra)),
+      file_extra_(std::move(file_extra)),
       args_(std::move(args)),
       acme_secret_("acme-test-secret-0123456789abcdef-0123456789"),
+      ops_secret_("ops-test-secret-0123456789abcdef-0123456789ab"),
       acme_rsa_(generate_rsa()),
       globex_ec_(generate_p256()) {
   write_config(true);
@@ -63,7 +65,13 @@ void tenant_node::write_config(bool with_acme_hs256) const {
     << "    keys:\n"
     << "      - alg: ES256\n"
     << "        public_key: |\n"
-    << indent(globex_ec_.public_pem, "          ");
+    << indent(globex_ec_.public_pem, "          ") << "  - id: ops\n"
+    << "    operator: true\n"
+    << "    keys:\n"
+    << "      - kid: o1\n"
+    << "        alg: HS256\n"
+    << "        secret: " << ops_secret_ << "\n"
+    << file_extra_;
 }
 
 void tenant_node::restart() {
@@ -95,6 +103,7 @@ nlohmann::json token_spec::payload() const {
 
 std::string tenant_node::token(const token_spec& spec) const {
   if (spec.tenant() == "globex") return mint(broker::key_alg::es256, globex_ec_.private_pem, payload(spec));
+  if (spec.tenant() == "ops") return mint(broker::key_alg::hs256, ops_secret_, payload(spec), "o1");
   return mint(broker::key_alg::hs256, acme_secret_, payload(spec), "k1");
 }
 

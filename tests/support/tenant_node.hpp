@@ -1,7 +1,9 @@
 #pragma once
 
 // A tidingsd with two tenants, for the security tests: `acme` verifies HS256
-// tokens (kid "k1") and RS256 tokens (kid "r1"), `globex` ES256 tokens. The
+// tokens (kid "k1") and RS256 tokens (kid "r1"), `globex` ES256 tokens; and
+// a third, `ops`, the operator tenant (HS256, kid "o1"), whose admins may
+// drain and reload the node and see every tenant in the admin views. The
 // config file lives in the node's temp dir, so a test can rewrite it and
 // reload. Tokens are minted on demand with whatever claims a case needs.
 
@@ -52,15 +54,18 @@ class token_spec {
 class tenant_node {
  public:
   // `acme_extra`: YAML lines appended to acme's entry (limits, scopes...),
-  // indented for it.
-  explicit tenant_node(std::string acme_extra = {}, std::vector<std::string> args = {});
+  // indented for it. `file_extra`: top-level YAML appended to the file
+  // (an upstreams: section, say).
+  explicit tenant_node(std::string acme_extra = {}, std::vector<std::string> args = {},
+                       std::string file_extra = {});
 
   client::endpoint endpoint() const { return node_->endpoint(); }
   tidingsd_process& process() { return *node_; }
   const std::filesystem::path& data_dir() const { return dir_.path(); }
   std::filesystem::path audit_path() const { return dir_.path() / "audit.ndjson"; }
 
-  // A token signed by the tenant's key (acme: HS256 "k1"; globex: ES256).
+  // A token signed by the tenant's key (acme: HS256 "k1"; globex: ES256;
+  // ops: HS256 "o1").
   std::string token(const token_spec& spec) const;
   std::string token_rs256(const token_spec& spec) const;
   static nlohmann::json payload(const token_spec& spec);
@@ -74,8 +79,10 @@ class tenant_node {
  private:
   temp_dir dir_;
   std::string acme_extra_;
+  std::string file_extra_;
   std::vector<std::string> args_;
   std::string acme_secret_;
+  std::string ops_secret_;
   key_pair acme_rsa_;
   key_pair globex_ec_;
   std::unique_ptr<tidingsd_process> node_;

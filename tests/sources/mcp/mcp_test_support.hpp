@@ -96,11 +96,14 @@ struct watch_log {
   int ended = 0;
   std::string reason;
   upstream::handlers handlers() {
-    return {[this] { ++subscribed; }, [this] { ++updated; },
-            [this](std::string r) {
-              ++ended;
-              reason = std::move(r);
-            }};
+    upstream::handlers h;
+    h.subscribed = [this] { ++subscribed; };
+    h.updated = [this] { ++updated; };
+    h.ended = [this](std::string r) {
+      ++ended;
+      reason = std::move(r);
+    };
+    return h;
   }
 };
 

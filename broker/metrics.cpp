@@ -1,0 +1,58 @@
+#include "broker/metrics.hpp"
+
+#include <prometheus/text_serializer.h>
+
+#include <vector>
+
+namespace tidings::broker {
+
+namespace {
+
+prometheus::MetricFamily gauge(std::string name, std::string help, double value,
+                               std::vector<prometheus::ClientMetric::Label> labels = {}) {
+  prometheus::ClientMetric m;
+  m.label = std::move(labels);
+  m.gauge.value = value;
+  return {std::move(name), std::move(help), prometheus::MetricType::Gauge, {m}};
+}
+
+void add_storage(const persistence::storage_stats& s, std::vector<prometheus::MetricFamily>& out) {
+  auto d = [](std::uint64_t v) { return static_cast<double>(v); };
+  out.push_back(gauge("tidings_storage_sst_bytes", "Bytes of RocksDB table files (every column family)",
+                      d(s.sst_bytes)));
+  out.push_back(gauge("tidings_storage_live_data_bytes", "RocksDB's estimate of live data, without garbage",
+                      d(s.live_data_bytes)));
+  out.push_back(gauge("tidings_storage_memtable_bytes", "Bytes in RocksDB memtables", d(s.memtable_bytes)));
+  out.push_back(gauge("tidings_storage_pending_compaction_bytes",
+                      "Bytes RocksDB estimates compaction still has to rewrite",
+                      d(s.pending_compaction_bytes)));
+  out.push_back(gauge("tidings_storage_write_stopped",
+                      "1 while RocksDB stops writes (publishes wait until it flushes or compacts)",
+                      s.write_stopped ? 1 : 0));
+  out.push_back(gauge("tidings_storage_delayed_write_rate_bytes",
+                      "The rate RocksDB slows writes to while it catches up; 0 when not slowed",
+                      d(s.delayed_write_rate)));
+  out.push_back(gauge("tidings_storage_flush_pending", "Column families waiting for a memtable flush",
+                      d(s.flush_pending)));
+  out.push_back(
+      gauge("tidings_storage_running_flushes", "Memtable flushes running now", d(s.running_flushes)));
+  out.push_back(
+      gauge("tidings_storage_running_compactions", "Compactions running now", d(s.running_compactions)));
+}
+
+}  // namespace
+
+metrics::metrics(const persistence::store& store, sources::probe::audit_fn audit)
+    : hubs_(*registry_), relay_(*registry_), sources_(*registry_, std::move(audit)), store_(store) {}
+
+std::string metrics::scrape() const {
+  auto families = registry_->Collect();
+  add_storage(store_.stats(), families);
+  // One node, alive: this node. The cluster's membership replaces this
+  // once nodes join each other.
+  families.push_back(gauge("tidings_cluster_members", "Cluster members this node knows of, by state", 1,
+                           {{"state", "alive"}}));
+  return prometheus::TextSerializer().Serialize(families);
+}
+
+}  // namespace tidings::broker

@@ -1,0 +1,248 @@
+// broker/config.hpp: the example config (complete, valid, sections valid
+// when uncommented), log-level and --verbose, ${env.NAME} in top-level
+// settings, field paths in file errors, and what a reload applies live
+// (plan_reload) versus what it lists as needing a restart.
+
+#include "broker/config.hpp"
+
+#include <catch2/catch.hpp>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <unistd.h>
+
+using namespace tidings::broker;
+using tidings::logging::level;
+
+namespace {
+
+std::filesystem::path example_path() {
+  return std::filesystem::path(TIDINGS_SOURCE_DIR) / "config/tidings.example.yaml";
+}
+
+std::string read_text(const std::filesystem::path& p) {
+  std::ifstream in(p);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+// A file in a fresh temp directory, removed with it.
+class temp_file {
+ public:
+  explicit temp_file(const std::string& text) {
+    auto pattern = (std::filesystem::temp_directory_path() / "tidings-config-XXXXXX").string();
+    std::vector<char> buf(pattern.begin(), pattern.end());
+    buf.push_back('\0');
+    REQUIRE(::mkdtemp(buf.data()) != nullptr);
+    dir_ = buf.data();
+    write(text);
+  }
+  ~temp_file() {
+    std::error_code ec;
+    std::filesystem::remove_all(dir_, ec);
+  }
+  temp_file(const temp_file&) = delete;
+  temp_file& operator=(const temp_file&) = delete;
+
+  void write(const std::string& text) const { std::ofstream(path()) << text; }
+  std::string path() const { return (dir_ / "tidings.yaml").string(); }
+
+ private:
+  std::filesystem::path dir_;
+};
+
+config parsed(const std::vector<std::string>& args) {
+  auto out = parse_config(args);
+  INFO(out.error);
+  REQUIRE(out.cfg);
+  return *out.cfg;
+}
+
+std::string parse_error(const std::vector<std::string>& args) {
+  auto out = parse_config(args);
+  REQUIRE_FALSE(out.cfg);
+  REQUIRE_FALSE(out.error.empty());
+  return out.error;
+}
+
+// The example with its commented-out sections switched on: from a line
+// "#tenants:" or "#upstreams:" to the next blank line, each line loses its
+// first character ('#').
+std::string uncommented_example() {
+  std::istringstream in(read_text(example_path()));
+  std::string out, line;
+  bool in_section = false;
+  while (std::getline(in, line)) {
+    if (line == "#tenants:" || line == "#upstreams:") in_section = true;
+    if (line.empty()) in_section = false;
+    if (in_section) {
+      REQUIRE(line.front() == '#');
+      line.erase(0, 1);
+    }
+    out += line + "\n";
+  }
+  return out;
+}
+
+reload_plan plan_for(const config& running, const std::string& path) {
+  reload_plan plan;
+  auto err = plan_reload(path, running, &plan);
+  INFO(err.value_or(""));
+  REQUIRE_FALSE(err);
+  return plan;
+}
+
+std::string webhook_yaml(const std::string& token, const std::string& previous,
+                         const std::string& extra = {}) {
+  return "upstreams:\n"
+         "  resources:\n"
+         "    - uri: hook://deploys\n"
+         "      watch: {strategy: {type: webhook, token: " +
+         token + ", previous_tokens: [" + previous + "]}}\n" + extra;
+}
+
+}  // namespace
+
+TEST_CASE("the example config lists every setting", "[config]") {
+  auto text = read_text(example_path());
+  REQUIRE_FALSE(text.empty());
+  for (const auto& key : setting_names()) {
+    INFO(key);
+    // Set, or shown commented out where the default is not one value.
+    bool set = text.starts_with(key + ":") || text.find("\n" + key + ": ") != std::string::npos;
+    bool shown = text.find("\n# " + key + ": ") != std::string::npos;
+    CHECK((set || shown));
+  }
+  CHECK(std::find(setting_names().begin(), setting_names().end(), "log-level") != setting_names().end());
+}
+
+TEST_CASE("the example config is valid and keeps the defaults", "[config]") {
+  auto from_file = parsed({"--check-config", example_path().string()});
+  auto defaults = parsed({});
+  CHECK(from_file.check_only);
+  CHECK(summary(from_file) == summary(defaults));
+  CHECK(from_file.retention.max_events == defaults.retention.max_events);
+  CHECK(from_file.sse.heartbeat == defaults.sse.heartbeat);
+  CHECK(from_file.sse.queue_bytes == defaults.sse.queue_bytes);
+  CHECK(from_file.max_connections_per_address == defaults.max_connections_per_address);
+  CHECK(from_file.watches.filter.max_instructions == defaults.watches.filter.max_instructions);
+  CHECK(from_file.audit_log == defaults.audit_log);
+  CHECK(from_file.tenants.empty());
+  CHECK(from_file.upstreams.empty());
+}
+
+TEST_CASE("the example's commented-out sections are valid when uncommented", "[config]") {
+  ::setenv("ACME_JWT_SECRET", "0123456789abcdef0123456789abcdef-example", 1);
+  ::setenv("MCP_TOKEN", "mcp-token", 1);
+  ::setenv("REPORTS_WEBHOOK_TOKEN", "reports-token-0123456789", 1);
+  temp_file file(uncommented_example());
+  auto cfg = parsed({"--check-config", file.path()});
+  REQUIRE(cfg.tenants.size() == 1);
+  CHECK(cfg.tenants[0].id == "acme");
+  CHECK(cfg.tenants[0].scopes.size() == 2);
+  CHECK(cfg.upstreams.mcp.size() == 2);
+  REQUIRE(cfg.upstreams.web.resources.size() == 1);
+  CHECK(cfg.upstreams.web.resources[0].token == "reports-token-0123456789");
+  CHECK(summary(cfg).starts_with("1 tenant, 4 upstreams, "));
+}
+
+TEST_CASE("log-level takes a base level and per-subsystem levels; --verbose makes the base debug",
+          "[config]") {
+  auto cfg = parsed({"--log-level", "warn,source=debug"});
+  CHECK(cfg.flag_settings.contains("log-level"));
+  CHECK(tidings::logging::to_string(effective_log_levels(cfg)) == "warn,source=debug");
+  cfg = parsed({"--log-level=error,webhook=info", "--verbose"});
+  CHECK(tidings::logging::to_string(effective_log_levels(cfg)) == "debug,webhook=info");
+  CHECK(effective_log_levels(parsed({})).base == level::info);
+
+  auto err = parse_error({"--log-level", "loud"});
+  CHECK(err.starts_with("--log-level "));
+  CHECK(err.find("\"loud\" is not a level") != std::string::npos);
+
+  temp_file file("log-level: info,sorce=debug\n");
+  err = parse_error({"--config", file.path()});
+  CHECK(err.find(": log-level: unknown subsystem \"sorce\"") != std::string::npos);
+}
+
+TEST_CASE("top-level file settings take ${env.NAME} and name themselves in errors", "[config]") {
+  ::setenv("TIDINGS_TEST_HEARTBEAT", "1234", 1);
+  ::unsetenv("TIDINGS_TEST_UNSET");
+  temp_file file("heartbeat-ms: ${env.TIDINGS_TEST_HEARTBEAT}\n");
+  CHECK(parsed({"--config", file.path()}).sse.heartbeat.count() == 1234);
+
+  file.write("data-dir: ${env.TIDINGS_TEST_UNSET}/x\n");
+  CHECK(parse_error({"--config", file.path()})
+            .ends_with(": data-dir: environment variable TIDINGS_TEST_UNSET is not set"));
+  file.write("retention-events: -5\n");
+  CHECK(parse_error({"--config", file.path()}).find(": retention-events: must be a whole number") !=
+        std::string::npos);
+  file.write("heartbeat-ms: 100\nheartbeat-ms: 200\n");
+  CHECK(parse_error({"--config", file.path()}).ends_with(": heartbeat-ms: is given twice"));
+  file.write("heartbeat-ms: [1]\n");
+  CHECK(parse_error({"--config", file.path()}).ends_with(": heartbeat-ms: must be a single value"));
+  file.write("heartbeat_ms: 100\n");
+  CHECK(parse_error({"--config", file.path()}).ends_with(": heartbeat_ms: unknown setting"));
+  file.write("heartbeat-ms: 100\n");
+  CHECK(parse_error({"--config", file.path(), "--check-config", file.path()}).find("given already") !=
+        std::string::npos);
+}
+
+TEST_CASE("a reload applies log-level live unless a flag set it", "[config][reload]") {
+  temp_file file("log-level: info\nheartbeat-ms: 1000\n");
+  auto running = parsed({"--config", file.path()});
+  file.write("log-level: warn,webhook=debug\nheartbeat-ms: 2000\n");
+  auto plan = plan_for(running, file.path());
+  CHECK(tidings::logging::to_string(plan.log_levels) == "warn,webhook=debug");
+  CHECK(plan.restart_needed == std::vector<std::string>{"heartbeat-ms"});
+
+  file.write("log-level: info\nverbose: true\nheartbeat-ms: 1000\n");
+  CHECK(tidings::logging::to_string(plan_for(running, file.path()).log_levels) == "debug");
+
+  auto pinned = parsed({"--config", file.path(), "--log-level", "error"});
+  file.write("log-level: debug\nheartbeat-ms: 1000\n");
+  plan = plan_for(pinned, file.path());
+  CHECK(tidings::logging::to_string(plan.log_levels) == "error");
+  CHECK(plan.restart_needed.empty());
+
+  file.write("log-level: loud\n");
+  reload_plan untouched;
+  auto err = plan_reload(file.path(), running, &untouched);
+  REQUIRE(err);
+  CHECK(err->find("log-level: ") != std::string::npos);
+}
+
+TEST_CASE("a reload applies webhook tokens live; other upstream changes need a restart", "[config][reload]") {
+  temp_file file(webhook_yaml("token-one-0123456789", ""));
+  auto running = parsed({"--config", file.path()});
+
+  auto plan = plan_for(running, file.path());  // nothing changed
+  CHECK(plan.restart_needed.empty());
+  REQUIRE(plan.webhook_tokens);
+  REQUIRE(plan.webhook_tokens->size() == 1);
+  CHECK((*plan.webhook_tokens)[0].token == "token-one-0123456789");
+
+  file.write(webhook_yaml("token-two-0123456789", "token-one-0123456789"));
+  plan = plan_for(running, file.path());
+  CHECK(plan.restart_needed.empty());
+  REQUIRE(plan.webhook_tokens);
+  REQUIRE(plan.webhook_tokens->size() == 1);
+  CHECK((*plan.webhook_tokens)[0].uri == "hook://deploys");
+  CHECK((*plan.webhook_tokens)[0].token == "token-two-0123456789");
+  CHECK((*plan.webhook_tokens)[0].previous_tokens == std::vector<std::string>{"token-one-0123456789"});
+
+  file.write(webhook_yaml("token-two-0123456789", "", "  allowed_origins: [https://app.example]\n"));
+  plan = plan_for(running, file.path());
+  CHECK(plan.restart_needed == std::vector<std::string>{"upstreams"});
+  CHECK_FALSE(plan.webhook_tokens);
+
+  file.write("heartbeat-ms: 1000\n");  // upstreams removed
+  plan = plan_for(running, file.path());
+  CHECK(plan.restart_needed == std::vector<std::string>{"heartbeat-ms", "upstreams"});
+  CHECK_FALSE(plan.webhook_tokens);
+}
