@@ -25,23 +25,24 @@ using source_sub_atom = caf::atom_constant<caf::atom("srcsub")>;
 using source_unsub_atom = caf::atom_constant<caf::atom("srcunsub")>;
 using source_list_atom = caf::atom_constant<caf::atom("srclist")>;
 using source_stop_atom = caf::atom_constant<caf::atom("srcstop")>;
+using source_reload_atom = caf::atom_constant<caf::atom("srcreload")>;
 
 // One running source, as the list views show it.
 struct source_info {
   std::string tenant;
-  std::string uri;     // as first subscribed
-  std::string key;     // canonical: "<upstream>|<canonical uri>"
-  std::string stream;  // src:<hash>
-  std::string server;  // the upstream's name
-  std::string shape;   // "state", "event-log" or "" before the first read
+  std::string uri;       // as first subscribed
+  std::string key;       // canonical: "<upstream>|<canonical uri>"
+  std::string stream;    // src:<hash>
+  std::string server;    // the upstream's name
+  std::string shape;     // "state", "event-log" or "" before the first read
   std::string strategy;  // upstream::strategy(), "" until the upstream is open
-  std::string state;   // starting, running, resubscribing, failed
+  std::string state;     // starting, running, resubscribing, failed
   std::uint64_t subscribers = 0;
   std::uint64_t failures = 0;  // consecutive failed subscriptions
   std::uint64_t reads = 0;
   std::uint64_t events = 0;
   std::int64_t last_fire_ms = 0;  // wall clock of the last change signal; 0: none yet
-  std::string error;  // the last failure
+  std::string error;              // the last failure
 };
 
 struct source_subscribe_request;
@@ -87,6 +88,19 @@ struct source_list_request {
 };
 using source_list_request_ptr = std::shared_ptr<source_list_request>;
 
+// A reload changed the configured upstreams (by connector name). The
+// catalog has already been updated: `retired` are the replaced and removed
+// connectors (their identity only), out of routing but still running.
+struct source_reload_request {
+  std::vector<std::string> removed;  // their sources end with an ERROR event
+  std::vector<std::string> changed;  // their sources restart on the new connector, keeping their leases
+  std::vector<const void*> retired;
+  // Called once, on the registry's thread, when no source of a retired
+  // connector runs any more: the caller may stop them then.
+  std::function<void()> done;
+};
+using source_reload_request_ptr = std::shared_ptr<source_reload_request>;
+
 using source_registry_actor = caf::typed_actor<
     // Route the URI, start or share its source, answer after its first read.
     caf::reacts_to<source_sub_atom, source_subscribe_request_ptr>,
@@ -96,6 +110,8 @@ using source_registry_actor = caf::typed_actor<
     caf::reacts_to<source_list_atom, source_list_request_ptr>,
     // The next step of a subscribe (from the sources thread or a source).
     caf::reacts_to<task_atom, actor_task>,
+    // A reload: end the sources of removed upstreams, restart those of changed ones.
+    caf::reacts_to<source_reload_atom, source_reload_request_ptr>,
     // The node stops: close every upstream, then quit.
     caf::reacts_to<source_stop_atom>>;
 
@@ -113,3 +129,4 @@ inline source_lease_ptr make_source_lease(const source_registry_actor& registry,
 
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(tidings::actors::source_subscribe_request_ptr)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(tidings::actors::source_list_request_ptr)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(tidings::actors::source_reload_request_ptr)

@@ -103,11 +103,17 @@ class gathering : public std::enable_shared_from_this<gathering> {
   std::size_t pending_ = 0;
 };
 
-void gather(boost::asio::io_context& timer_context, const actors::source_registry_actor& sources,
-            const actors::watch_manager_actor& watches,
+// `in_flight` counts gatherings not yet answered: the node waits for none
+// to be left before it stops the sources thread their deadline runs on.
+void gather(std::atomic<int>& in_flight, boost::asio::io_context& timer_context,
+            const actors::source_registry_actor& sources, const actors::watch_manager_actor& watches,
             const std::vector<std::shared_ptr<relay::io_shard>>& shards, const admin_parts& parts,
             std::function<void(admin_snapshot)> done) {
-  auto g = std::make_shared<gathering>(timer_context, std::move(done));
+  ++in_flight;
+  auto g = std::make_shared<gathering>(timer_context, [&in_flight, done = std::move(done)](admin_snapshot s) {
+    done(std::move(s));
+    --in_flight;
+  });
   std::size_t pending =
       (parts.sources ? 1 : 0) + parts.watch_tenants.size() + (parts.sessions ? shards.size() : 0);
   g->start(pending);
@@ -207,11 +213,14 @@ std::optional<route_result> api::admin_routes(const http_request& req, const cal
   for (const auto& [route, handler] : views) {
     if (path != route) continue;
     if (!get) return route_result{only("GET"), {}};
+    // The views gather from threads that stop during a drain.
+    if (draining_) return route_result{error_response(503, "the node is draining"), {}};
     return (this->*handler)(who, std::move(respond));
   }
   if (path == "/admin/v1/nodes") {
     if (!get) return route_result{only("GET"), {}};
-    return admin_nodes(std::move(respond));
+    if (draining_) return route_result{error_response(503, "the node is draining"), {}};
+    return admin_nodes(who, std::move(respond));
   }
   return std::nullopt;
 }
@@ -222,7 +231,7 @@ route_result api::admin_watches(const caller& who, responder respond) {
   admin_parts parts;
   parts.sources = true;
   parts.source_tenant = is_operator(who) ? "" : who->who.tenant;
-  gather(loop_.context(), sources_, watches_, shards_, parts,
+  gather(admin_in_flight_, loop_.context(), sources_, watches_, shards_, parts,
          [respond = std::move(respond)](admin_snapshot s) {
            std::sort(s.sources.begin(), s.sources.end(), [](const auto& a, const auto& b) {
              return std::tie(a.tenant, a.uri, a.key) < std::tie(b.tenant, b.uri, b.key);
@@ -266,7 +275,7 @@ route_result api::admin_streams(const caller& who, responder respond) {
       logging::warn("admin.size_unknown", {{"stream", metas[i].name}, {"error", s.message()}});
   admin_parts parts;
   parts.sessions = true;
-  gather(loop_.context(), sources_, watches_, shards_, parts,
+  gather(admin_in_flight_, loop_.context(), sources_, watches_, shards_, parts,
          [respond = std::move(respond), metas = std::move(metas), bytes = std::move(bytes),
           owner = node_.id](const admin_snapshot& s) {
            std::map<std::pair<std::string, std::string>, std::uint64_t> subscribers;
@@ -297,7 +306,7 @@ route_result api::admin_sessions(const caller& who, responder respond) {
   parts.sessions = true;
   std::optional<std::string> tenant;
   if (!is_operator(who)) tenant = who->who.tenant;
-  gather(loop_.context(), sources_, watches_, shards_, parts,
+  gather(admin_in_flight_, loop_.context(), sources_, watches_, shards_, parts,
          [respond = std::move(respond), tenant = std::move(tenant)](admin_snapshot s) {
            if (tenant) std::erase_if(s.sessions, [&](const auto& x) { return x.tenant != *tenant; });
            std::sort(s.sessions.begin(), s.sessions.end(), [](const auto& a, const auto& b) {
@@ -323,9 +332,19 @@ route_result api::admin_sessions(const caller& who, responder respond) {
   return {};
 }
 
-// This node only, for now; the cluster issue adds its peers. Node-level
-// figures, no tenant names: any admin may read it.
-route_result api::admin_nodes(responder respond) {
+// This node only, for now; the cluster issue adds its peers. Any admin may
+// read where the nodes are and whether they are up; the counts are node-wide
+// (every tenant's load), so only an operator sees them.
+route_result api::admin_nodes(const caller& who, responder respond) {
+  if (!is_operator(who)) {
+    json row = {{"id", node_.id},
+                {"address", node_.address},
+                {"state", draining_ ? "draining" : "alive"},
+                {"self", true},
+                {"started_at", iso_time(node_.started_at_ms)},
+                {"uptime_seconds", (now_ms() - node_.started_at_ms) / 1000}};
+    return {json_response(200, {{"nodes", json::array({std::move(row)})}}), {}};
+  }
   admin_parts parts;
   parts.sources = true;
   parts.source_tenant = "";
@@ -337,7 +356,7 @@ route_result api::admin_nodes(responder respond) {
   std::size_t sessions = 0;
   for (const auto& shard : shards_) sessions += shard->session_count();
   const auto hubs = hubs_.all().size();
-  gather(loop_.context(), sources_, watches_, shards_, parts,
+  gather(admin_in_flight_, loop_.context(), sources_, watches_, shards_, parts,
          [respond = std::move(respond), node = node_, sessions, hubs,
           draining = draining_.load()](const admin_snapshot& s) {
            std::size_t watches = 0;
@@ -387,7 +406,7 @@ route_result api::admin_tenants(const caller& who, responder respond) {
   parts.sources = true;
   parts.source_tenant = tenants.size() == 1 ? tenants.front().id : "";
   for (const auto& t : tenants) parts.watch_tenants.push_back(t.id);
-  gather(loop_.context(), sources_, watches_, shards_, parts,
+  gather(admin_in_flight_, loop_.context(), sources_, watches_, shards_, parts,
          [respond = std::move(respond), tenants = std::move(tenants), streams = std::move(streams),
           sessions = std::move(sessions)](const admin_snapshot& s) {
            std::map<std::string, std::size_t> sources;
@@ -430,12 +449,12 @@ route_result api::drain_node(const http_request& req, const caller& who) {
                                    {"via", req.method + " " + req.path.substr(0, 64)},
                                    {"sessions", sessions},
                                    {"already_draining", already}});
-  if (!already) drain_();
-  return {json_response(202, {{"draining", true},
-                              {"node", node_.id},
-                              {"sessions", sessions},
-                              {"deadline_ms", cfg_.drain.count()}}),
-          {}};
+  auto r = json_response(
+      202,
+      {{"draining", true}, {"node", node_.id}, {"sessions", sessions}, {"deadline_ms", cfg_.drain.count()}});
+  // Once the client has the answer: the drain ends with the I/O threads.
+  if (!already) r.after_sent = drain_;
+  return {std::move(r), {}};
 }
 
 // {"jti": "..."} or {"sub": "..."}, within the admin's own tenant.

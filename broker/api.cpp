@@ -57,7 +57,7 @@ route_result api::handle(const http_request& req, responder respond) {
   // Open routes: liveness, and webhooks, whose URL token is their credential.
   if (path == "/healthz") {
     if (!get) return {method_not_allowed("GET"), {}};
-    return {http_response{200, "{\"status\":\"ok\"}", "application/json", {}, {}}, {}};
+    return {http_response{200, "{\"status\":\"ok\"}", "application/json", {}, {}, {}}, {}};
   }
   if (auto token = segment_between(path, "/webhooks/resource-updated/", ""); !token.empty()) {
     if (req.method == "POST") return fire_webhook(std::string(token), req, std::move(respond));
@@ -160,12 +160,12 @@ route_result api::route(const http_request& req, const caller& who, responder re
     // Node-wide figures: another tenant's load is not a tenant admin's business.
     if (!is_operator(who)) return {forbidden(who, req, "/metrics needs an operator's admin token"), {}};
     if (!metrics_) return {error_response(503, "metrics are not set up"), {}};
-    return {http_response{200, metrics_->scrape(), metrics::content_type, {}, {}}, {}};
+    return {http_response{200, metrics_->scrape(), metrics::content_type, {}, {}, {}}, {}};
   }
   if (path == "/readyz") {
     if (!get) return {method_not_allowed("GET"), {}};
     if (draining_) return {error_response(503, "draining"), {}};
-    return {http_response{200, "{\"status\":\"ready\"}", "application/json", {}, {}}, {}};
+    return {http_response{200, "{\"status\":\"ready\"}", "application/json", {}, {}, {}}, {}};
   }
   return {error_response(404, "no such route: " + req.method + " " + req.path), {}};
 }
@@ -212,7 +212,7 @@ http_response api::preflight(const http_request& req) const {
     known = known ||
             std::find(t.allowed_origins.begin(), t.allowed_origins.end(), *origin) != t.allowed_origins.end();
   if (!known) return error_response(403, "origin '" + *origin + "' is not allowed");
-  http_response r{204, "", "application/json", cors_headers(*origin), {}};
+  http_response r{204, "", "application/json", cors_headers(*origin), {}, {}};
   r.headers.emplace_back("Access-Control-Allow-Methods", "GET, POST, DELETE");
   r.headers.emplace_back("Access-Control-Allow-Headers",
                          "Authorization, Content-Type, Idempotency-Key, Last-Event-ID");

@@ -64,6 +64,8 @@ class api {
   void set_metrics(metrics* m) { metrics_ = m; }
 
   void set_draining() { draining_ = true; }
+  // Admin views still gathering their parts (they need the sources thread).
+  int admin_requests_in_flight() const { return admin_in_flight_.load(); }
   bool draining() const { return draining_; }
 
   // What the admin API reads and does besides the routes' own services: the
@@ -107,7 +109,7 @@ class api {
   route_result admin_watches(const caller& who, responder respond);
   route_result admin_streams(const caller& who, responder respond);
   route_result admin_sessions(const caller& who, responder respond);
-  route_result admin_nodes(responder respond);
+  route_result admin_nodes(const caller& who, responder respond);
   route_result admin_tenants(const caller& who, responder respond);
   route_result drain_node(const http_request& req, const caller& who);
 
@@ -127,6 +129,7 @@ class api {
   api_security security_;
   std::atomic<bool> draining_{false};
   metrics* metrics_ = nullptr;
+  std::atomic<int> admin_in_flight_{0};
   node_identity node_;
   std::vector<std::shared_ptr<relay::io_shard>> shards_;
   std::function<void()> drain_;

@@ -3,8 +3,6 @@
 namespace tidings::broker {
 namespace {
 
-constexpr std::size_t max_denials_per_second = 100;
-
 std::string utc_now() {
   auto now = std::chrono::system_clock::now();
   auto t = std::chrono::system_clock::to_time_t(now);
@@ -36,26 +34,35 @@ void audit_log::record(std::string_view action, nlohmann::json fields) {
 }
 
 void audit_log::record_denial(nlohmann::json fields) {
+  record_capped(denials_, "admission_denied", std::move(fields));
+}
+
+void audit_log::record_upstream(std::string_view action, nlohmann::json fields) {
+  record_capped(upstream_, action, std::move(fields));
+}
+
+void audit_log::record_capped(budget& b, std::string_view action, nlohmann::json fields) {
   std::lock_guard lock(mutex_);
   auto now = std::chrono::steady_clock::now();
-  if (now - window_ >= std::chrono::seconds(1)) {
-    window_ = now;
-    in_window_ = 0;
+  if (now - b.window >= std::chrono::seconds(1)) {
+    b.window = now;
+    b.in_window = 0;
   }
-  if (++in_window_ > max_denials_per_second) {
-    ++suppressed_;
+  if (++b.in_window > b.per_second) {
+    ++b.suppressed;
     return;
   }
-  write_locked("admission_denied", std::move(fields));
+  write_locked(action, std::move(fields));
 }
 
 void audit_log::write_locked(std::string_view action, nlohmann::json fields) {
   if (!file_) return;
   nlohmann::json line = {{"ts", utc_now()}, {"action", action}};
   for (auto& [k, v] : fields.items()) line[k] = v;
-  if (suppressed_ > 0) {
-    line["denials_not_logged"] = suppressed_;
-    suppressed_ = 0;
+  for (budget* b : {&denials_, &upstream_}) {
+    if (b->suppressed == 0) continue;
+    line[b->not_logged_field] = b->suppressed;
+    b->suppressed = 0;
   }
   auto text = line.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
   text += '\n';

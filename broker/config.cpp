@@ -203,29 +203,6 @@ std::optional<std::string> apply_file(config& c, const std::string& path) {
   return std::nullopt;
 }
 
-// The upstreams: section without its webhook tokens, as YAML text: equal
-// for two sections that differ in nothing a reload cannot apply live.
-std::string upstreams_shape(const YAML::Node& section) {
-  auto copy = YAML::Clone(section);
-  if (copy.IsMap() && copy["resources"] && copy["resources"].IsSequence())
-    for (auto resource : copy["resources"]) {
-      if (!resource.IsMap() || !resource["watch"] || !resource["watch"].IsMap()) continue;
-      auto strategy = resource["watch"]["strategy"];
-      if (!strategy || !strategy.IsMap()) continue;
-      strategy.remove("token");
-      strategy.remove("previous_tokens");
-    }
-  return YAML::Dump(copy);
-}
-
-std::string upstreams_shape(const std::string& yaml_text) {
-  try {
-    return upstreams_shape(YAML::Load(yaml_text));
-  } catch (const YAML::Exception&) {
-    return yaml_text;
-  }
-}
-
 std::string plural(std::size_t n, const std::string& what) {
   return std::to_string(n) + " " + what + (n == 1 ? "" : "s");
 }
@@ -369,24 +346,31 @@ std::optional<std::string> plan_reload(const std::string& path, const config& ru
     auto is = now.find(key);
     if (was == running.file_settings.end() || is == now.end())
       return was != running.file_settings.end() || is != now.end();
-    if (key == "upstreams") return upstreams_shape(was->second) != upstreams_shape(is->second);
     return was->second != is->second;
   };
+  // Upstreams are compared per connector (applied live), except
+  // allowed_origins, which the front door reads at start.
+  bool origins_changed = running.upstreams.web.allowed_origins != fresh.upstreams.web.allowed_origins;
+  if (origins_changed) fresh.upstreams.web = running.upstreams.web;
   std::set<std::string> keys;
   for (const auto& [key, text] : now) keys.insert(key);
   for (const auto& [key, text] : running.file_settings) keys.insert(key);
   for (const auto& key : keys) {
     if (key == "log-level" || key == "verbose") continue;  // applied live
-    if (differs(key)) out.restart_needed.push_back(key);
+    if (key == "upstreams" ? origins_changed : differs(key)) out.restart_needed.push_back(key);
   }
-  bool upstreams_changed = std::find(out.restart_needed.begin(), out.restart_needed.end(), "upstreams") !=
-                           out.restart_needed.end();
-  if (!upstreams_changed) {
+  out.upstream_changes = diff_upstreams(running.upstreams, fresh.upstreams);
+  const auto& d = out.upstream_changes;
+  auto web_touched = [&d](const std::vector<std::string>& names) {
+    return std::find(names.begin(), names.end(), "resources") != names.end();
+  };
+  if (!origins_changed && !web_touched(d.added) && !web_touched(d.removed) && !web_touched(d.changed)) {
     std::vector<sources::web::webhook_tokens> tokens;
     for (const auto& r : fresh.upstreams.web.resources)
       if (r.kind == sources::web::strategy::webhook) tokens.push_back({r.uri, r.token, r.previous_tokens});
     out.webhook_tokens = std::move(tokens);
   }
+  out.upstreams = std::move(fresh.upstreams);
   *plan = std::move(out);
   return std::nullopt;
 }

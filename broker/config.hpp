@@ -94,9 +94,16 @@ struct reload_plan {
   std::vector<tenant_spec> tenants;
   // The file's log-level and verbose (or their flags', which win).
   logging::level_spec log_levels;
-  // Every webhook resource's tokens, when the upstreams: section changed in
-  // nothing but webhook tokens (or not at all); nullopt when it needs a restart.
+  // Every webhook resource's tokens, when the web connector ("resources")
+  // is neither added, removed nor changed otherwise; nullopt when it is
+  // (a new connector has them already) or when allowed_origins changed.
   std::optional<std::vector<sources::web::webhook_tokens>> webhook_tokens;
+  // The upstreams to run from now on, and what changed per connector;
+  // applied live (apply_upstreams). A changed allowed_origins is the one
+  // upstreams setting that needs a restart ("upstreams" in restart_needed):
+  // the web connector then stays as it runs, tokens included.
+  upstreams_config upstreams;
+  upstreams_diff upstream_changes;
   // The other settings whose value differs from what the node started with.
   std::vector<std::string> restart_needed;
 };

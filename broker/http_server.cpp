@@ -287,14 +287,18 @@ class http_connection : public std::enable_shared_from_this<http_connection> {
     for (auto& [k, v] : r.headers) res->set(k, v);
     res->body() = std::move(r.body);
     res->keep_alive(keep_alive);
+    auto after_sent = std::move(r.after_sent);
     res->prepare_payload();
     // HEAD: the headers of the GET, Content-Length included, and no body.
     if (head_) res->body().clear();
     stream_.expires_after(limits_.idle_timeout);
-    http::async_write(stream_, *res, [self = shared_from_this(), res](beast::error_code ec, std::size_t) {
-      if (ec || !res->keep_alive()) return self->close();
-      self->do_read();
-    });
+    http::async_write(stream_, *res,
+                      [self = shared_from_this(), res, after_sent = std::move(after_sent)](
+                          beast::error_code ec, std::size_t) {
+                        if (after_sent) after_sent();
+                        if (ec || !res->keep_alive()) return self->close();
+                        self->do_read();
+                      });
   }
 
   void close() {

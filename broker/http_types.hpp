@@ -3,6 +3,7 @@
 // The broker's view of an HTTP exchange, kept free of Beast so that handlers
 // compile quickly and can be tested without sockets.
 
+#include <functional>
 #include <map>
 #include <optional>
 #include <string>
@@ -37,6 +38,10 @@ struct http_response {
   // An answer that turns the connection into an SSE session (a route that
   // had to wait for something first, e.g. a source's first read).
   std::optional<relay::sse_request> sse;
+  // Runs once the answer has been written (or the write failed): for what
+  // must not happen before the client has it, e.g. a drain that stops the
+  // I/O threads.
+  std::function<void()> after_sent;
 };
 
 // {"error": message} with the given status.

@@ -131,7 +131,7 @@ int run_node(const config& cfg) {
   // Probes count from the first event; watcher fires and source failures
   // also leave audit lines.
   metrics node_metrics(*store, [&audit](std::string_view event, const nlohmann::json& fields) {
-    audit.record(event, fields);
+    audit.record_upstream(event, fields);
   });
 
   caf::actor_system_config caf_cfg;
@@ -192,23 +192,46 @@ int run_node(const config& cfg) {
       for (auto& s : shards) s->recheck_sessions();
     });
     auto usage = std::make_shared<usage_limits>();
-    auto reload = [&cfg, &auth, &source_thread]() -> std::pair<unsigned, nlohmann::json> {
+    // What the node runs now, for the next reload to compare with: the
+    // upstreams change live. Reloads (SIGHUP, POST) take turns.
+    auto reload = [&cfg, &auth, &source_thread, source_registry, running = std::make_shared<config>(cfg),
+                   turn = std::make_shared<std::mutex>()]() -> std::pair<unsigned, nlohmann::json> {
       auto failed = [](unsigned status, const std::string& error) -> std::pair<unsigned, nlohmann::json> {
         logging::warn("node.reload_failed", {{"error", error}});
         return {status, {{"error", error}}};
       };
+      std::lock_guard lock(*turn);
       reload_plan plan;
-      if (auto err = plan_reload(cfg.config_path, cfg, &plan)) return failed(400, *err);
+      if (auto err = plan_reload(cfg.config_path, *running, &plan)) return failed(400, *err);
       if (auto err = compile_scopes(plan.tenants)) return failed(400, *err);
       if (auto err = auth.reload(std::move(plan.tenants))) return failed(409, *err);
-      // Applied live too: log levels, and webhook tokens unless upstreams need a restart.
+      // Applied live too: log levels, webhook tokens, and the upstreams per connector.
       logging::set_levels(plan.log_levels);
       if (plan.webhook_tokens) post_webhook_tokens(source_thread, std::move(*plan.webhook_tokens));
+      const auto& changes = plan.upstream_changes;
+      running->upstreams = plan.upstreams;
+      if (!changes.empty()) {
+        std::set<std::string> make(changes.added.begin(), changes.added.end());
+        make.insert(changes.changed.begin(), changes.changed.end());
+        auto connectors = [fresh = plan.upstreams, make](boost::asio::io_context& ioc) {
+          return make_connectors(ioc, fresh, make);
+        };
+        if (auto err = sources::reconfigure_upstreams(
+                source_thread, source_registry, connector_names(plan.upstreams), connectors, changes.removed,
+                changes.changed, std::chrono::seconds(10)))
+          logging::warn("node.reload_slow", {{"error", *err}});
+      }
       const auto& restart_needed = plan.restart_needed;
-      logging::info("node.reloaded", {{"restart_needed", static_cast<std::uint64_t>(restart_needed.size())}});
+      logging::info("node.reloaded",
+                    {{"restart_needed", static_cast<std::uint64_t>(restart_needed.size())},
+                     {"upstreams_added", static_cast<std::uint64_t>(changes.added.size())},
+                     {"upstreams_removed", static_cast<std::uint64_t>(changes.removed.size())},
+                     {"upstreams_changed", static_cast<std::uint64_t>(changes.changed.size())}});
       return {200,
               {{"reloaded", true},
                {"restart_needed", restart_needed},
+               {"upstreams",
+                {{"added", changes.added}, {"removed", changes.removed}, {"changed", changes.changed}}},
                {"log_level", logging::to_string(plan.log_levels)}}};
     };
     api routes(hubs, watches, *store, cfg, source_thread, source_registry, {auth, *usage, audit, reload});
@@ -269,6 +292,10 @@ int run_node(const config& cfg) {
     };
     if (!waiter.wait(cfg.drain, [&] { return sessions_left() == 0; }))
       logging::warn("node.drain_timeout", {{"sessions", static_cast<std::uint64_t>(sessions_left())}});
+    // An admin view started before the drain answers within its 2 s
+    // deadline, which runs on the sources thread: let it, then stop that.
+    for (int i = 0; i < 300 && routes.admin_requests_in_flight() > 0; ++i)
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
 
     end_watches();
     end_sources();

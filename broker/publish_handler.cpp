@@ -96,9 +96,9 @@ route_result api::publish(const std::string& stream, const http_request& req, co
   request->reply = [respond = std::move(respond), single](const actors::publish_result& r) {
     switch (r.outcome) {
       case actors::publish_outcome::appended:
-        return respond(http_response{201, cursors_body(r.cursors, single), "application/json", {}, {}});
+        return respond(http_response{201, cursors_body(r.cursors, single), "application/json", {}, {}, {}});
       case actors::publish_outcome::replayed: {
-        http_response res{200, cursors_body(r.cursors, single), "application/json", {}, {}};
+        http_response res{200, cursors_body(r.cursors, single), "application/json", {}, {}, {}};
         res.headers.emplace_back("Idempotent-Replay", "true");
         return respond(std::move(res));
       }

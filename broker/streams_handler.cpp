@@ -50,7 +50,7 @@ http_response api::list_streams(const caller& who) {
     first = false;
     body += stream_json(m);
   }
-  return {200, body + "]}", "application/json", {}, {}};
+  return {200, body + "]}", "application/json", {}, {}, {}};
 }
 
 http_response api::get_stream(const std::string& stream, const http_request& req, const caller& who) {
@@ -60,7 +60,7 @@ http_response api::get_stream(const std::string& stream, const http_request& req
   std::optional<persistence::stream_meta> meta;
   if (auto s = store_.get_stream(who->who.tenant, stream, &meta); !s.ok()) return storage_error(s);
   if (!meta) return error_response(404, "no stream named '" + stream + "'");
-  return {200, stream_json(*meta), "application/json", {}, {}};
+  return {200, stream_json(*meta), "application/json", {}, {}, {}};
 }
 
 http_response api::history(const std::string& stream, const http_request& req, const caller& who) {
@@ -138,7 +138,7 @@ http_response api::history(const std::string& stream, const http_request& req, c
   body += ",\"first\":\"" + core::format_cursor({m.epoch, m.first_seq}) + "\"";
   body += ",\"events\":[" + events + "]";
   body += ",\"next\":\"" + core::format_cursor({m.epoch, next}) + "\"}";
-  return {200, std::move(body), "application/json", {}, {}};
+  return {200, std::move(body), "application/json", {}, {}, {}};
 }
 
 }  // namespace tidings::broker

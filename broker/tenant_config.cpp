@@ -30,7 +30,7 @@ constexpr std::size_t min_hmac_secret_bytes = 32;
 constexpr std::size_t max_pem_bytes = 64 << 10;
 constexpr std::size_t max_expression_bytes = 16 << 10;
 
-std::string quoted(const std::string& s) {
+std::string in_quotes(const std::string& s) {
   return "\"" + s + "\"";
 }
 
@@ -170,7 +170,7 @@ bool parse_key(yaml_reader& r, const Node& n, const std::string& path, verificat
   else if (alg == "ES256")
     out->alg = key_alg::es256;
   else
-    return r.fail(path, "unknown alg " + quoted(alg));
+    return r.fail(path, "unknown alg " + in_quotes(alg));
 
   if (out->alg == key_alg::hs256) {
     if (n["public_key"] || n["public_key_file"])
@@ -258,7 +258,7 @@ bool parse_scope(yaml_reader& r, const Node& n, const std::string& path, notific
     if (out->expression.size() > max_expression_bytes)
       return r.fail(path + ".expression", "is longer than 16 KiB");
   } else {
-    return r.fail(path + ".scope", "must be subject or expression, not " + quoted(kind));
+    return r.fail(path + ".scope", "must be subject or expression, not " + in_quotes(kind));
   }
   return true;
 }
@@ -283,7 +283,7 @@ bool parse_tenant(yaml_reader& r, const Node& n, const std::string& path, tenant
       for (std::size_t j = 0; j < out->keys.size(); ++j)
         if (out->keys[j].kid == k.kid)
           return r.fail(kpath + ".kid",
-                        quoted(k.kid) + " is already used by keys[" + std::to_string(j) + "]");
+                        in_quotes(k.kid) + " is already used by keys[" + std::to_string(j) + "]");
     out->keys.push_back(std::move(k));
   }
 
@@ -301,7 +301,7 @@ bool parse_tenant(yaml_reader& r, const Node& n, const std::string& path, tenant
     for (std::size_t i = 0; i < out->allowed_origins.size(); ++i)
       if (!valid_origin(out->allowed_origins[i]))
         return r.fail(path + ".allowed_origins[" + std::to_string(i) + "]",
-                      quoted(out->allowed_origins[i]) +
+                      in_quotes(out->allowed_origins[i]) +
                           " is not an origin (lower-case http(s)://host[:port], no path)");
   }
 
@@ -314,8 +314,9 @@ bool parse_tenant(yaml_reader& r, const Node& n, const std::string& path, tenant
       if (!parse_scope(r, scopes[i], spath, &s)) return false;
       for (std::size_t j = 0; j < out->scopes.size(); ++j)
         if (out->scopes[j].stream == s.stream)
-          return r.fail(spath + ".stream", quoted(s.stream) + " already has a scope (notification_scopes[" +
-                                               std::to_string(j) + "])");
+          return r.fail(
+              spath + ".stream",
+              in_quotes(s.stream) + " already has a scope (notification_scopes[" + std::to_string(j) + "])");
       out->scopes.push_back(std::move(s));
     }
   }
@@ -353,6 +354,24 @@ std::string key_id(const tenant_spec& tenant, std::size_t index) {
   return id;
 }
 
+// Whoever can sign another tenant's tokens must not be able to mint an
+// operator's (ADR 0011): an operator tenant's keys are its own.
+std::optional<std::string> operator_keys_apart(const std::vector<tenant_spec>& tenants) {
+  for (std::size_t i = 0; i < tenants.size(); ++i) {
+    if (!tenants[i].node_operator) continue;
+    for (std::size_t k = 0; k < tenants[i].keys.size(); ++k)
+      for (std::size_t j = 0; j < tenants.size(); ++j) {
+        if (tenants[j].node_operator) continue;
+        for (const auto& other : tenants[j].keys)
+          if (other.material == tenants[i].keys[k].material)
+            return "tenants[" + std::to_string(i) + "].keys[" + std::to_string(k) +
+                   "]: an operator tenant needs keys of its own; tenants[" + std::to_string(j) + "] (" +
+                   tenants[j].id + ") has the same key";
+      }
+  }
+  return std::nullopt;
+}
+
 std::optional<std::string> parse_tenants(const YAML::Node& node, std::vector<tenant_spec>* out) {
   yaml_reader r;
   std::vector<tenant_spec> tenants;
@@ -364,12 +383,13 @@ std::optional<std::string> parse_tenants(const YAML::Node& node, std::vector<ten
       if (!parse_tenant(r, node[i], path, &t)) return r.error();
       for (std::size_t j = 0; j < tenants.size(); ++j)
         if (tenants[j].id == t.id)
-          return path + ".id: " + quoted(t.id) + " is already used by tenants[" + std::to_string(j) + "]";
+          return path + ".id: " + in_quotes(t.id) + " is already used by tenants[" + std::to_string(j) + "]";
       tenants.push_back(std::move(t));
     }
   } catch (const YAML::Exception& e) {
     return "tenants: " + std::string(e.what());
   }
+  if (auto err = operator_keys_apart(tenants)) return err;
   *out = std::move(tenants);
   return std::nullopt;
 }

@@ -3,6 +3,8 @@
 #include <yaml-cpp/yaml.h>
 #include <boost/asio/post.hpp>
 #include <cstdlib>
+#include <map>
+#include <nlohmann/json.hpp>
 
 #include "broker/yaml_reader.hpp"
 #include "sources/file/file_connector.hpp"
@@ -160,6 +162,78 @@ bool parse_resource(yaml_reader& r, const Node& n, const std::string& path,
   return true;
 }
 
+using nlohmann::json;
+
+// A connector's settings as one comparable value (for a reload's diff).
+json settings_of(const sources::mcp::mcp_config& c) {
+  return {{"transport", c.transport == sources::mcp::transport_kind::stdio ? "stdio" : "http"},
+          {"command", c.command},
+          {"env", c.env},
+          {"cwd", c.cwd},
+          {"url", c.url},
+          {"headers", c.headers},
+          {"timeout_ms", c.request_timeout.count()},
+          {"max_message_bytes", c.max_message_bytes}};
+}
+
+json settings_of(const sources::kube::kube_config& c) {
+  return {{"server", c.server},
+          {"token", c.token},
+          {"timeout_ms", c.request_timeout.count()},
+          {"watch_idle_timeout_ms", c.watch_idle_timeout.count()},
+          {"list_page_size", c.list_page_size},
+          {"max_list_bytes", c.max_list_bytes},
+          {"max_event_bytes", c.max_event_bytes},
+          {"ring_capacity", c.ring_capacity}};
+}
+
+json settings_of(const sources::postgres::postgres_config& c) {
+  return {{"conninfo", c.conninfo},
+          {"path_field", c.path_field},
+          {"connect_timeout_ms", c.connect_timeout.count()},
+          {"ring_capacity", c.ring_capacity}};
+}
+
+json settings_of(const sources::file::file_config& c) {
+  return {{"roots", c.roots},
+          {"max_file_bytes", c.max_file_bytes},
+          {"max_dir_entries", c.max_dir_entries},
+          {"max_listing_hash_bytes", c.max_listing_hash_bytes}};
+}
+
+// Without tokens (applied to the running connector) and allowed_origins
+// (read at start).
+json settings_of(const sources::web::web_config& c) {
+  json out = json::array();
+  for (const auto& r : c.resources) {
+    json one = {{"uri", r.uri},
+                {"name", r.name},
+                {"description", r.description},
+                {"mime_type", r.mime_type},
+                {"kind", r.kind == sources::web::strategy::webhook ? "webhook" : "poll"},
+                {"interval_ms", r.interval.count()}};
+    if (r.backend)
+      one["backend"] = {{"url", r.backend->url},
+                        {"headers", r.backend->headers},
+                        {"expected_status_codes", r.backend->expected_status_codes},
+                        {"timeout_ms", r.backend->timeout.count()},
+                        {"max_body_bytes", r.backend->max_body_bytes}};
+    out.push_back(std::move(one));
+  }
+  return out;
+}
+
+// Connector name -> settings, in make_connectors order.
+std::vector<std::pair<std::string, json>> connector_settings(const upstreams_config& cfg) {
+  std::vector<std::pair<std::string, json>> out;
+  if (!cfg.web.resources.empty()) out.emplace_back("resources", settings_of(cfg.web));
+  if (cfg.files) out.emplace_back("files", settings_of(*cfg.files));
+  for (const auto& c : cfg.kube) out.emplace_back("kube:" + c.context, settings_of(c));
+  for (const auto& c : cfg.postgres) out.emplace_back("pg:" + c.name, settings_of(c));
+  for (const auto& c : cfg.mcp) out.emplace_back(c.name, settings_of(c));
+  return out;
+}
+
 }  // namespace
 
 std::optional<std::string> interpolate_env(const std::string& text, std::string* out) {
@@ -217,15 +291,51 @@ std::optional<std::string> parse_upstreams(const YAML::Node& section, upstreams_
 
 std::vector<std::unique_ptr<sources::connector>> make_connectors(boost::asio::io_context& ioc,
                                                                  const upstreams_config& cfg) {
+  auto all = connector_names(cfg);
+  return make_connectors(ioc, cfg, std::set<std::string>(all.begin(), all.end()));
+}
+
+std::vector<std::unique_ptr<sources::connector>> make_connectors(boost::asio::io_context& ioc,
+                                                                 const upstreams_config& cfg,
+                                                                 const std::set<std::string>& only) {
   std::vector<std::unique_ptr<sources::connector>> out;
-  if (!cfg.web.resources.empty()) out.push_back(std::make_unique<sources::web::web_connector>(ioc, cfg.web));
-  if (cfg.files) out.push_back(std::make_unique<sources::file::file_connector>(ioc, *cfg.files));
-  for (const auto& c : cfg.kube) out.push_back(std::make_unique<sources::kube::kube_connector>(ioc, c));
+  if (!cfg.web.resources.empty() && only.contains("resources"))
+    out.push_back(std::make_unique<sources::web::web_connector>(ioc, cfg.web));
+  if (cfg.files && only.contains("files"))
+    out.push_back(std::make_unique<sources::file::file_connector>(ioc, *cfg.files));
+  for (const auto& c : cfg.kube)
+    if (only.contains("kube:" + c.context))
+      out.push_back(std::make_unique<sources::kube::kube_connector>(ioc, c));
   for (const auto& c : cfg.postgres)
-    out.push_back(std::make_unique<sources::postgres::postgres_connector>(ioc, c));
+    if (only.contains("pg:" + c.name))
+      out.push_back(std::make_unique<sources::postgres::postgres_connector>(ioc, c));
   // MCP servers last: one that advertises resources.subscribe takes any URI
   // nobody else lists, so the specific connectors must be asked first.
-  for (const auto& c : cfg.mcp) out.push_back(std::make_unique<sources::mcp::mcp_connector>(ioc, c));
+  for (const auto& c : cfg.mcp)
+    if (only.contains(c.name)) out.push_back(std::make_unique<sources::mcp::mcp_connector>(ioc, c));
+  return out;
+}
+
+std::vector<std::string> connector_names(const upstreams_config& cfg) {
+  std::vector<std::string> out;
+  for (auto& [name, settings] : connector_settings(cfg)) out.push_back(name);
+  return out;
+}
+
+upstreams_diff diff_upstreams(const upstreams_config& running, const upstreams_config& fresh) {
+  std::map<std::string, json> was;
+  for (auto& [name, settings] : connector_settings(running)) was.emplace(name, std::move(settings));
+  upstreams_diff out;
+  for (auto& [name, settings] : connector_settings(fresh)) {
+    auto it = was.find(name);
+    if (it == was.end()) {
+      out.added.push_back(name);
+      continue;
+    }
+    if (it->second != settings) out.changed.push_back(name);
+    was.erase(it);
+  }
+  for (auto& [name, settings] : was) out.removed.push_back(name);
   return out;
 }
 

@@ -28,6 +28,7 @@
 
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -68,6 +69,27 @@ std::optional<std::string> interpolate_env(const std::string& text, std::string*
 // The connectors, in configuration order (which routing's fallback follows).
 std::vector<std::unique_ptr<sources::connector>> make_connectors(boost::asio::io_context& ioc,
                                                                  const upstreams_config& cfg);
+
+// The connectors' names (sources::connector::name()), in make_connectors order.
+std::vector<std::string> connector_names(const upstreams_config& cfg);
+
+// Only the connectors named in `only`, in make_connectors order.
+std::vector<std::unique_ptr<sources::connector>> make_connectors(boost::asio::io_context& ioc,
+                                                                 const upstreams_config& cfg,
+                                                                 const std::set<std::string>& only);
+
+// What a reload changes, per connector name. Webhook tokens and
+// allowed_origins are not part of a connector's settings here: tokens go
+// to the running web connector (post_webhook_tokens), and allowed_origins
+// is read by the front door at start. Applied by
+// sources::reconfigure_upstreams (sources/source_registry.hpp).
+struct upstreams_diff {
+  std::vector<std::string> added;
+  std::vector<std::string> removed;
+  std::vector<std::string> changed;
+  bool empty() const { return added.empty() && removed.empty() && changed.empty(); }
+};
+upstreams_diff diff_upstreams(const upstreams_config& running, const upstreams_config& fresh);
 
 // A reload's webhook tokens, handed to the web connector on the sources
 // thread. Posted, not awaited: a webhook call answered after this one (also

@@ -15,19 +15,26 @@ claims_result refuse(token_problem p, std::string why) {
 }
 
 // Empty entries are refused rather than skipped: a scope expression that
-// tests has("") should never be satisfied by a sloppy token. OAuth scope
-// tokens cannot hold spaces (RFC 6749 3.3), so `scopes` entries may not either.
+// tests has("") should never be satisfied by a sloppy token. `scopes`
+// entries are OAuth scope tokens (RFC 6749 3.3: %x21 / %x23-5B / %x5D-7E),
+// the same as the words of a `scope` string.
+bool is_scope_token(std::string_view s) {
+  for (unsigned char c : s)
+    if (c < 0x21 || c == 0x22 || c == 0x5c || c > 0x7e) return false;
+  return true;
+}
+
 std::optional<std::string> string_list(const json& j, const char* name, std::vector<std::string>& out,
                                        bool scope_tokens = false) {
   auto it = j.find(name);
   if (it == j.end()) return std::nullopt;
   std::string expected = std::string("claim ") + name + " must be an array of non-empty strings" +
-                         (scope_tokens ? " without spaces" : "");
+                         (scope_tokens ? " of printable ASCII without spaces, quotes or backslashes" : "");
   if (!it->is_array()) return expected;
   for (const auto& v : *it) {
     if (!v.is_string()) return expected;
     const auto& text = v.get_ref<const std::string&>();
-    if (text.empty() || (scope_tokens && text.find(' ') != std::string::npos)) return expected;
+    if (text.empty() || (scope_tokens && !is_scope_token(text))) return expected;
     out.push_back(text);
   }
   return std::nullopt;
@@ -150,7 +157,10 @@ claims_result map_claims(std::string_view payload_json, std::int64_t now_seconds
     std::string_view s = it->get_ref<const std::string&>();
     while (!s.empty()) {
       auto sp = s.find(' ');
-      if (sp != 0) p.scopes.emplace_back(s.substr(0, sp));
+      auto word = s.substr(0, sp);
+      if (!is_scope_token(word) && !word.empty())
+        return refuse(token_problem::claims, "claim 'scope' holds a character OAuth scopes cannot have");
+      if (sp != 0) p.scopes.emplace_back(word);
       if (sp == std::string_view::npos) break;
       s.remove_prefix(sp + 1);
     }

@@ -78,13 +78,13 @@ struct write_set {
 };
 
 struct storage_stats {
-  std::uint64_t sst_bytes = 0;            // every family's table files
-  std::uint64_t live_data_bytes = 0;      // estimate, without garbage
-  std::uint64_t memtable_bytes = 0;       // all memtables, flushed or not
+  std::uint64_t sst_bytes = 0;        // every family's table files
+  std::uint64_t live_data_bytes = 0;  // estimate, without garbage
+  std::uint64_t memtable_bytes = 0;   // all memtables, flushed or not
   std::uint64_t pending_compaction_bytes = 0;
-  bool write_stopped = false;             // writes are stalled outright
-  std::uint64_t delayed_write_rate = 0;   // bytes/s while slowed down; 0: not slowed
-  std::uint64_t flush_pending = 0;        // families waiting for a flush
+  bool write_stopped = false;            // writes are stalled outright
+  std::uint64_t delayed_write_rate = 0;  // bytes/s while slowed down; 0: not slowed
+  std::uint64_t flush_pending = 0;       // families waiting for a flush
   std::uint64_t running_flushes = 0;
   std::uint64_t running_compactions = 0;
 };

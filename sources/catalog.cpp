@@ -1,5 +1,7 @@
 #include "sources/catalog.hpp"
 
+#include <algorithm>
+
 #include <boost/asio/steady_timer.hpp>
 
 #include "core/resource_routing.hpp"
@@ -133,6 +135,44 @@ connector* catalog::find(std::string_view name) const {
   for (const auto& sp : connectors_)
     if (sp->conn->name() == name) return sp->conn.get();
   return nullptr;
+}
+
+std::vector<std::unique_ptr<connector>> catalog::reconfigure(const std::vector<std::string>& order,
+                                                             std::vector<std::unique_ptr<connector>> fresh) {
+  std::vector<std::unique_ptr<connector>> out;
+  if (stopped_) return out;
+  auto rank = [&order](const std::string& name) {
+    return static_cast<std::size_t>(std::find(order.begin(), order.end(), name) - order.begin());
+  };
+  auto replaced = [&fresh](const std::string& name) {
+    return std::any_of(fresh.begin(), fresh.end(), [&](const auto& c) { return c->name() == name; });
+  };
+  std::vector<std::unique_ptr<slot>> kept;
+  for (auto& sp : connectors_) {
+    const auto& name = sp->conn->name();
+    if (rank(name) < order.size() && !replaced(name)) {
+      kept.push_back(std::move(sp));
+      continue;
+    }
+    // Its start in flight no longer holds up routing; a late answer (or
+    // the start timer) finds a newer attempt and is ignored.
+    if (sp->at == slot::phase::starting) --starting_;
+    ++sp->attempt;
+    sp->at = slot::phase::failed;
+    out.push_back(std::move(sp->conn));
+    retired_.push_back(std::move(sp));
+  }
+  for (auto& c : fresh) {
+    auto s = std::make_unique<slot>();
+    s->conn = std::move(c);
+    kept.push_back(std::move(s));
+  }
+  std::stable_sort(kept.begin(), kept.end(), [&rank](const auto& a, const auto& b) {
+    return rank(a->conn->name()) < rank(b->conn->name());
+  });
+  connectors_ = std::move(kept);
+  release_waiting();
+  return out;
 }
 
 void catalog::stop() {

@@ -52,6 +52,15 @@ class catalog {
   connector* find(std::string_view name) const;
   bool empty() const { return connectors_.empty(); }
 
+  // A reload: `fresh` connectors join (a new name) or replace the one of
+  // their name; a connector whose name is not in `order` leaves. Afterwards
+  // the connectors follow `order` (routing's fallback goes by it). The new
+  // ones start lazily like the others. The replaced and removed ones leave
+  // routing at once and are handed back still running: their sources hold
+  // upstreams of theirs, so the caller stops them once those have ended.
+  std::vector<std::unique_ptr<connector>> reconfigure(const std::vector<std::string>& order,
+                                                      std::vector<std::unique_ptr<connector>> fresh);
+
   // Ends every connector (child processes, connections).
   void stop();
 
@@ -68,6 +77,9 @@ class catalog {
 
   boost::asio::io_context& ioc_;
   std::vector<std::unique_ptr<slot>> connectors_;
+  // Slots of connectors a reload took out; kept (without their connector)
+  // because a start timer of theirs may still fire, and then finds them stale.
+  std::vector<std::unique_ptr<slot>> retired_;
   std::vector<std::function<void()>> waiting_;
   std::size_t starting_ = 0;
   bool stopped_ = false;

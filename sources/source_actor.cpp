@@ -109,6 +109,7 @@ void fail_fast(self_ptr self, const std::string& reason,
   st.start_error = actors::watch_error{kind, reason};
   logging::info("source.start_failed", {{"uri", st.cfg.uri}, {"error", reason}});
   if (st.cfg.metrics) st.cfg.metrics->failed(st.cfg.tenant, st.cfg.uri, reason);
+  st.watching.reset();  // no longer watching, though the actor waits to be closed
   for (auto& j : st.joiners) j->answer(st.start_error, {});
   st.joiners.clear();
   close_upstream(st);
@@ -139,6 +140,7 @@ void fail(self_ptr self, const std::string& reason) {
   set_phase(st, phase::failed, message);
   logging::error("source.failed", {{"uri", st.cfg.uri}, {"error", message}});
   if (st.cfg.metrics) st.cfg.metrics->failed(st.cfg.tenant, st.cfg.uri, message);
+  st.watching.reset();
   auto req = std::make_shared<actors::publish_request>();
   req->events.push_back(make_event(st, {{"type", "ERROR"}, {"message", message}}, true));
   caf::actor_addr weak = self->address();
@@ -193,7 +195,7 @@ void on_subscribed(self_ptr self, std::uint64_t generation) {
 // The upstream is open: from here its strategy labels this source's metrics.
 void on_opened(self_ptr self, const std::string& strategy) {
   auto& st = self->state;
-  if (!st.strategy.empty()) return;
+  if (!st.strategy.empty() || st.at == phase::failed) return;
   st.strategy = strategy;
   st.cfg.status->update([&](actors::source_info& i) { i.strategy = strategy; });
   if (st.cfg.metrics) st.watching = std::make_unique<probe::active_watcher>(*st.cfg.metrics, strategy);

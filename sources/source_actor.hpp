@@ -66,13 +66,13 @@ struct source_state {
   core::resource_tracker tracker;  // as of the last committed read
   phase at = phase::starting;
   std::vector<source_join_ptr> joiners;
-  std::uint64_t generation = 0;                    // of the current subscribe attempt
-  std::size_t failures = 0;                        // consecutive, since the last good read
-  bool reading = false;                            // a read is in flight (of this generation)
-  bool committing = false;                         // a read's events and snapshot are being stored
-  bool read_again = false;                         // an update came meanwhile: read once more after
-  std::optional<actors::watch_error> start_error;  // why the first subscribe or read failed
-  std::string strategy;                            // the upstream's, once it is open
+  std::uint64_t generation = 0;                     // of the current subscribe attempt
+  std::size_t failures = 0;                         // consecutive, since the last good read
+  bool reading = false;                             // a read is in flight (of this generation)
+  bool committing = false;                          // a read's events and snapshot are being stored
+  bool read_again = false;                          // an update came meanwhile: read once more after
+  std::optional<actors::watch_error> start_error;   // why the first subscribe or read failed
+  std::string strategy;                             // the upstream's, once it is open
   std::unique_ptr<probe::active_watcher> watching;  // counts this source while it lives
 };
 

@@ -1,6 +1,10 @@
 #include "sources/source_registry.hpp"
 
+#include <algorithm>
+#include <future>
+
 #include <boost/asio/post.hpp>
+#include <nlohmann/json.hpp>
 
 #include "logging/log.hpp"
 #include "sources/content_hash.hpp"
@@ -69,12 +73,16 @@ void close_entry(self_ptr self, const std::string& k) {
   st.sources.erase(it);
 }
 
+void on_subscribe(self_ptr self, const actors::source_subscribe_request_ptr& req);
+
 void on_routed(self_ptr self, const actors::source_subscribe_request_ptr& req, const route_result& route) {
   auto& st = self->state;
   if (st.stopping) return fail(req, watch_error_kind::unavailable, "the node is stopping");
   if (!route.upstream)
     return fail(req, route.transient ? watch_error_kind::unavailable : watch_error_kind::bad_request,
                 route.error);
+  // Routed before a reload took that connector out: route it again.
+  if (st.retired.contains(route.upstream)) return on_subscribe(self, req);
   auto k = table_key(req->tenant, route.key);
   if (st.closing.contains(k)) {
     st.after_close[k].push_back([self, req, route] { on_routed(self, req, route); });
@@ -145,6 +153,162 @@ void on_unsubscribe(self_ptr self, std::uint64_t lease) {
   }
 }
 
+// --- reload --------------------------------------------------------------
+
+// "<connector>|<canonical uri>" -> "<connector>".
+std::string connector_of(const std::string& key) {
+  return key.substr(0, key.find('|'));
+}
+
+bool names(const std::vector<std::string>& list, const std::string& key) {
+  return std::find(list.begin(), list.end(), connector_of(key)) != list.end();
+}
+
+// Ends a source's subscribers the way a failed source does: an ERROR event
+// with "source_failed" (every watch on it fails; SSE sessions see it). The
+// source itself is down by then, so nothing follows the event.
+void publish_ended(self_ptr self, const actors::source_info& info, const std::string& message) {
+  auto& st = self->state;
+  logging::error("source.failed", {{"uri", info.uri}, {"error", message}});
+  if (st.cfg.metrics) st.cfg.metrics->failed(info.tenant, info.uri, message);
+  nlohmann::json fields = {
+      {"type", "ERROR"}, {"message", message}, {"source_failed", true}, {"uri", info.uri}};
+  core::event ev;
+  ev.type = "ERROR";
+  ev.data_json = fields.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  auto req = std::make_shared<actors::publish_request>();
+  req->events.push_back(std::move(ev));
+  req->reply = [](const actors::publish_result&) {};
+  self->send(st.cfg.hubs->get({info.tenant, info.stream}), actors::publish_atom::value,
+             actors::publish_request_ptr(std::move(req)));
+}
+
+// The leases of `all` still held (one released meanwhile stays released).
+std::set<std::uint64_t> live_leases(self_ptr self, const std::string& k, const std::set<std::uint64_t>& all) {
+  std::set<std::uint64_t> out;
+  for (auto id : all)
+    if (auto l = self->state.leases.find(id); l != self->state.leases.end() && l->second == k) out.insert(id);
+  return out;
+}
+
+void drop_leases(self_ptr self, const std::set<std::uint64_t>& leases) {
+  for (auto id : leases) self->state.leases.erase(id);
+}
+
+// The restarted source's first read: when it fails, its subscribers learn
+// it like those of a removed upstream (nobody else waits for that read).
+void await_restart(self_ptr self, const std::string& k, const source_actor& actor,
+                   const actors::source_info& info) {
+  caf::actor_addr weak = self->address();
+  auto join = std::make_shared<source_join>(
+      [self, weak, k, actor, info](const std::optional<watch_error>& error, const std::string&) {
+        if (!error) return;
+        post_back(weak, [self, k, actor, info, error] {
+          auto& st = self->state;
+          auto it = st.sources.find(k);
+          if (it == st.sources.end() || it->second.actor != actor) return;  // closed or replaced since
+          auto leases = it->second.leases;
+          close_entry(self, k);
+          drop_leases(self, leases);
+          publish_ended(self, info,
+                        "upstream " + connector_of(info.key) +
+                            " was changed by a reload and its source did not start again: " + error->message);
+        });
+      });
+  self->send(actor, join_atom::value, source_join_ptr(std::move(join)));
+}
+
+// The old source of a changed upstream is down: start one for the same key
+// on the new connector, with the leases the old one had.
+void respawn(self_ptr self, const std::string& k, const actors::source_info& info,
+             const std::set<std::uint64_t>& leases, const route_result& route) {
+  auto& st = self->state;
+  auto live = live_leases(self, k, leases);
+  if (st.stopping) return drop_leases(self, live);
+  if (live.empty()) return;  // every subscriber left meanwhile
+  if (!route.upstream || route.key != info.key) {
+    drop_leases(self, live);
+    auto why = route.upstream ? "it goes to " + route.upstream->name() + " now" : route.error;
+    return publish_ended(self, info,
+                         "upstream " + connector_of(info.key) +
+                             " was changed by a reload and no longer serves " + info.uri + ": " + why);
+  }
+  // A subscriber started (and closed) a source of this key meanwhile.
+  if (st.closing.contains(k)) {
+    st.after_close[k].push_back([self, k, info, live, route] { respawn(self, k, info, live, route); });
+    return;
+  }
+  auto it = st.sources.find(k);
+  bool started = it == st.sources.end();
+  auto& e = started ? spawn_source(self, info.tenant, route) : it->second;
+  e.leases.insert(live.begin(), live.end());
+  e.status->update([&](actors::source_info& i) { i.subscribers = e.leases.size(); });
+  logging::info("source.restarted", {{"key", info.key}, {"reason", "upstream changed by a reload"}});
+  if (started) await_restart(self, k, e.actor, e.status->get());
+}
+
+void restart_source(self_ptr self, const std::string& k, const actors::source_info& info,
+                    const std::set<std::uint64_t>& leases) {
+  auto& st = self->state;
+  if (st.stopping) return drop_leases(self, live_leases(self, k, leases));
+  caf::actor_addr weak = self->address();
+  auto* upstreams = st.cfg.upstreams;
+  boost::asio::post(*st.cfg.loop, [self, weak, upstreams, k, info, leases] {
+    upstreams->ensure_started([self, weak, upstreams, k, info, leases] {
+      auto route = upstreams->route(info.uri);
+      post_back(weak, [self, k, info, leases, route] { respawn(self, k, info, leases, route); });
+    });
+  });
+}
+
+void on_reload(self_ptr self, const actors::source_reload_request_ptr& req) {
+  auto& st = self->state;
+  st.retired.insert(req->retired.begin(), req->retired.end());
+  auto affected = [&req](const std::string& key) {
+    return names(req->removed, key) || names(req->changed, key);
+  };
+  // Counts the sources still to end; held by one while they are set up.
+  auto pending = std::make_shared<std::size_t>(1);
+  auto finish_one = [self, pending, req] {
+    if (--*pending > 0) return;
+    for (const auto* c : req->retired) self->state.retired.erase(c);
+    if (req->done) req->done();
+  };
+  // Sources closing already (their last subscriber left) still hold an
+  // upstream of the old connector until they are down.
+  for (const auto& [k, addr] : st.closing)
+    if (affected(k.substr(k.find('\0') + 1))) {
+      ++*pending;
+      st.after_close[k].push_back(finish_one);
+    }
+  std::vector<std::string> keys;
+  for (const auto& [k, e] : st.sources)
+    if (affected(e.status->get().key)) keys.push_back(k);
+  for (const auto& k : keys) {
+    auto& e = st.sources[k];
+    auto info = e.status->get();
+    auto leases = e.leases;
+    bool removed = names(req->removed, info.key);
+    logging::info("source.stopping",
+                  {{"key", info.key},
+                   {"reason", removed ? "upstream removed by a reload" : "upstream changed by a reload"}});
+    ++*pending;
+    close_entry(self, k);
+    st.after_close[k].push_back([self, k, info, leases, removed, finish_one] {
+      if (removed) {
+        auto live = live_leases(self, k, leases);
+        drop_leases(self, live);
+        if (!self->state.stopping)
+          publish_ended(self, info, "upstream " + connector_of(info.key) + " was removed by a reload");
+      } else {
+        restart_source(self, k, info, leases);
+      }
+      finish_one();
+    });
+  }
+  finish_one();
+}
+
 void on_down(self_ptr self, const caf::down_msg& msg) {
   auto& st = self->state;
   for (auto it = st.sources.begin(); it != st.sources.end(); ++it) {
@@ -190,6 +354,9 @@ actors::source_registry_actor::behavior_type source_registry(
       [self](actors::task_atom, const actors::actor_task& task) {
         if (task.run) task.run();
       },
+      [self](actors::source_reload_atom, const actors::source_reload_request_ptr& req) {
+        on_reload(self, req);
+      },
       [self](actors::source_stop_atom) {
         auto& st = self->state;
         st.stopping = true;
@@ -205,6 +372,43 @@ actors::source_registry_actor::behavior_type source_registry(
         if (st.sources.empty() && st.closing.empty()) self->quit();
       },
   };
+}
+
+std::optional<std::string> reconfigure_upstreams(
+    source_loop& loop, const actors::source_registry_actor& registry, const std::vector<std::string>& order,
+    const source_loop::connector_factory& make, const std::vector<std::string>& removed,
+    const std::vector<std::string>& changed, std::chrono::milliseconds timeout) {
+  using retired_list = std::vector<std::unique_ptr<connector>>;
+  // 1. The catalog, on the sources thread (where connectors are made and run).
+  auto swapped = std::make_shared<std::promise<std::shared_ptr<retired_list>>>();
+  auto swapped_done = swapped->get_future();
+  boost::asio::post(loop.context(), [&loop, order, make, swapped] {
+    auto old = loop.upstreams().reconfigure(order, make(loop.context()));
+    swapped->set_value(std::make_shared<retired_list>(std::move(old)));
+  });
+  auto waited = " within " + std::to_string(timeout.count()) + " ms";
+  if (swapped_done.wait_for(timeout) != std::future_status::ready)
+    return "the sources thread did not take the new upstreams" + waited;
+  auto old = swapped_done.get();
+  // 2. Their sources end or restart; 3. then the old connectors stop.
+  auto ended = std::make_shared<std::promise<void>>();
+  auto ended_done = ended->get_future();
+  auto req = std::make_shared<actors::source_reload_request>();
+  req->removed = removed;
+  req->changed = changed;
+  for (const auto& c : *old) req->retired.push_back(c.get());
+  req->done = [&loop, old, ended] {
+    boost::asio::post(loop.context(), [old] {
+      for (auto& c : *old) c->stop();
+      old->clear();
+    });
+    ended->set_value();
+  };
+  caf::anon_send(registry, actors::source_reload_atom::value,
+                 actors::source_reload_request_ptr(std::move(req)));
+  if (ended_done.wait_for(timeout) != std::future_status::ready)
+    return "the sources of the changed upstreams did not end" + waited;
+  return std::nullopt;
 }
 
 }  // namespace tidings::sources

@@ -5,10 +5,18 @@
 // key) with the leases its subscribers hold, and stops a source when its
 // last lease is dropped. A source that fails or cannot start leaves the
 // table, so the next subscribe starts a fresh one.
+//
+// A reload that removes an upstream ends its sources the way a failed one
+// ends (an ERROR event with "source_failed" on the stream, after the source
+// is down); one that changes an upstream closes its sources, waits for them
+// to end and starts each again for the same key on the new connector,
+// keeping its leases: subscribers stay on src:<hash>, and the new source's
+// first read diffs against the stored snapshot.
 
 #include <chrono>
 #include <map>
 #include <memory>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -21,6 +29,7 @@
 #include "sources/catalog.hpp"
 #include "sources/probe.hpp"
 #include "sources/source_actors.hpp"
+#include "sources/source_loop.hpp"
 #include "sources/source_status.hpp"
 
 namespace tidings::sources {
@@ -32,7 +41,7 @@ struct source_registry_config {
   persistence::group_committer* committer = nullptr;
   actors::hub_registry* hubs = nullptr;
   std::vector<std::chrono::milliseconds> backoff;  // empty: 1, 2, 4, 8, 16 s
-  probe* metrics = nullptr;                         // null: not measured
+  probe* metrics = nullptr;                        // null: not measured
 };
 
 struct source_registry_state {
@@ -53,11 +62,27 @@ struct source_registry_state {
   // key would write one stream and one snapshot at once.
   std::map<std::string, caf::actor_addr> closing;
   std::map<std::string, std::vector<std::function<void()>>> after_close;
+  // Connectors a reload took out of the catalog, until their last source
+  // ended: a subscribe routed to one of them before the reload is routed
+  // again (it would start a source on a connector about to stop).
+  std::set<const void*> retired;
   std::uint64_t next_lease = 1;
   bool stopping = false;
 };
 
 actors::source_registry_actor::behavior_type source_registry(
     actors::source_registry_actor::stateful_pointer<source_registry_state> self, source_registry_config cfg);
+
+// A reload's upstream changes, applied live. On the sources thread the
+// connectors `make` returns (the added and changed ones) join the catalog,
+// which then follows `order`, and the removed and replaced ones leave it;
+// then `registry` ends the sources of `removed` connectors and restarts
+// those of `changed` ones; the old connectors stop once none of their
+// sources is left. Returns when that is done, or with an error after
+// `timeout` (what is left still happens, later).
+std::optional<std::string> reconfigure_upstreams(
+    source_loop& loop, const actors::source_registry_actor& registry, const std::vector<std::string>& order,
+    const source_loop::connector_factory& make, const std::vector<std::string>& removed,
+    const std::vector<std::string>& changed, std::chrono::milliseconds timeout);
 
 }  // namespace tidings::sources

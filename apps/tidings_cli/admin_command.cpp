@@ -8,6 +8,7 @@
 
 #include "apps/tidings_cli/admin_table.hpp"
 #include "apps/tidings_cli/event_line.hpp"
+#include "apps/tidings_cli/node_request.hpp"
 #include "apps/tidings_cli/server_auth.hpp"
 
 namespace tidings::cli {
@@ -15,18 +16,6 @@ namespace tidings::cli {
 namespace {
 
 using json = nlohmann::json;
-
-std::optional<client::http_response> exchange(const server_options& server, const std::string& method,
-                                              const std::string& target, const std::string& body = {}) {
-  auto headers = with_auth(server);
-  if (!body.empty()) headers.emplace_back("Content-Type", "application/json");
-  try {
-    return client::request(server.endpoint, method, target, body, headers);
-  } catch (const client::transport_error& e) {
-    std::cerr << "tidings: " << e.what() << "\n";
-    return std::nullopt;
-  }
-}
 
 // The node said no: its status and message, and for a 401 what to do about the token.
 int refused(const client::http_response& res, const server_options& server) {

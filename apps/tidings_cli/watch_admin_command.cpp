@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "apps/tidings_cli/event_line.hpp"
+#include "apps/tidings_cli/node_request.hpp"
 #include "apps/tidings_cli/server_auth.hpp"
 #include "apps/tidings_cli/watch_table.hpp"
 
@@ -46,19 +47,6 @@ std::optional<std::string> read_source(const std::string& file, std::string* err
     return std::nullopt;
   }
   return text;
-}
-
-// One request; a transport failure is reported and gives nullopt.
-std::optional<client::http_response> exchange(const server_options& server, const std::string& method,
-                                              const std::string& target, const std::string& body = {}) {
-  auto headers = with_auth(server);
-  if (!body.empty()) headers.emplace_back("Content-Type", "application/json");
-  try {
-    return client::request(server.endpoint, method, target, body, headers);
-  } catch (const client::transport_error& e) {
-    std::cerr << "tidings: " << e.what() << "\n";
-    return std::nullopt;
-  }
 }
 
 // The node said no: its message, and for a 401 what to do about the token. Exit code 1.

@@ -152,7 +152,7 @@ TEST_CASE("the example's commented-out sections are valid when uncommented", "[c
   CHECK(summary(cfg).starts_with("1 tenant, 4 upstreams, "));
 }
 
-TEST_CASE("log-level takes a base level and per-subsystem levels; --verbose makes the base debug",
+TEST_CASE("log-level takes a base level and per-subsystem levels, --verbose makes the base debug",
           "[config]") {
   auto cfg = parsed({"--log-level", "warn,source=debug"});
   CHECK(cfg.flag_settings.contains("log-level"));
@@ -217,7 +217,7 @@ TEST_CASE("a reload applies log-level live unless a flag set it", "[config][relo
   CHECK(err->find("log-level: ") != std::string::npos);
 }
 
-TEST_CASE("a reload applies webhook tokens live; other upstream changes need a restart", "[config][reload]") {
+TEST_CASE("a reload applies webhook tokens live, other upstream changes need a restart", "[config][reload]") {
   temp_file file(webhook_yaml("token-one-0123456789", ""));
   auto running = parsed({"--config", file.path()});
 
@@ -241,8 +241,9 @@ TEST_CASE("a reload applies webhook tokens live; other upstream changes need a r
   CHECK(plan.restart_needed == std::vector<std::string>{"upstreams"});
   CHECK_FALSE(plan.webhook_tokens);
 
-  file.write("heartbeat-ms: 1000\n");  // upstreams removed
+  file.write("heartbeat-ms: 1000\n");  // upstreams removed: applied live, connector by connector
   plan = plan_for(running, file.path());
-  CHECK(plan.restart_needed == std::vector<std::string>{"heartbeat-ms", "upstreams"});
+  CHECK(plan.restart_needed == std::vector<std::string>{"heartbeat-ms"});
+  CHECK(plan.upstream_changes.removed == std::vector<std::string>{"resources"});
   CHECK_FALSE(plan.webhook_tokens);
 }

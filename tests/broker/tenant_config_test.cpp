@@ -175,13 +175,24 @@ TEST_CASE("tenant_config: a full tenants section parses") {
 TEST_CASE("tenant_config: operator marks the tenant whose admins run the node") {
   std::vector<tenant_spec> out;
   REQUIRE_FALSE(parse(one_tenant("    operator: true\n") + "  - id: other\n    keys: [{alg: HS256, secret: " +
-                          secret + "}]\n    operator: false\n",
+                          secret + "-other}]\n    operator: false\n",
                       &out));
   REQUIRE(out.size() == 2);
   CHECK(out[0].node_operator);
   CHECK_FALSE(out[1].node_operator);
   REQUIRE_FALSE(parse(one_tenant(), &out));
   CHECK_FALSE(out[0].node_operator);
+}
+
+TEST_CASE("tenant_config: an operator tenant may not share a key with another tenant") {
+  // Whoever signs the other tenant's tokens could mint an operator's.
+  std::vector<tenant_spec> out;
+  auto err = parse(one_tenant("    operator: true\n") +
+                       "  - id: other\n    keys: [{alg: HS256, secret: " + secret + "}]\n",
+                   &out);
+  REQUIRE(err);
+  CHECK(err->find("tenants[0].keys[0]: an operator tenant needs keys of its own") != std::string::npos);
+  CHECK(err->find(secret) == std::string::npos);
 }
 
 TEST_CASE("tenant_config: an empty tenants list is no tenants") {

@@ -70,9 +70,10 @@ TEST_CASE("each missing or bad claim is named") {
 
 TEST_CASE("list claims refuse empty entries and scopes with spaces") {
   // Found by claims_fuzz: ["", "%b"] used to pass as an empty scope.
-  for (auto [name, value] : {std::pair{"scopes", json::array({"", "read"})},
-                             std::pair{"scopes", json::array({"read docs"})},
-                             std::pair{"roles", json::array({""})}, std::pair{"groups", json::array({1})}}) {
+  for (auto [name, value] :
+       {std::pair{"scopes", json::array({"", "read"})}, std::pair{"scopes", json::array({"read docs"})},
+        std::pair{"scopes", json::array({"read\tdocs"})}, std::pair{"scope", json("read\ndocs write")},
+        std::pair{"roles", json::array({""})}, std::pair{"groups", json::array({1})}}) {
     auto j = good();
     j[name] = value;
     auto r = map_claims(j.dump(), now);

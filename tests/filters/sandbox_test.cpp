@@ -159,7 +159,7 @@ TEST_CASE("__gc metamethods are refused", "[sandbox]") {
   f.reset();  // closing the state runs no finalizer
 }
 
-TEST_CASE("a budget or memory error rebuilds the sandbox; other errors do not", "[sandbox]") {
+TEST_CASE("a budget or memory error rebuilds the sandbox, other errors do not", "[sandbox]") {
   filter_limits limits = small_limits();
   limits.max_instructions = 1'000'000;
   auto f = must_compile(R"(

@@ -12,6 +12,7 @@
 #include <memory>
 #include <set>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -48,6 +49,8 @@ json await_view(const client::endpoint& ep, const std::string& token, const std:
   for (auto deadline = std::chrono::steady_clock::now() + 5s; std::chrono::steady_clock::now() < deadline;) {
     body = get_view(ep, token, view);
     if (done(body)) break;
+    // Pace the retries: on 2 shared cores a tight loop slows the node it waits on.
+    std::this_thread::sleep_for(20ms);
   }
   return body;
 }
@@ -231,10 +234,13 @@ TEST_CASE("admin views reflect a known state (N sessions, M watches, one watcher
     REQUIRE(tenants.size() == 1);
     CHECK(tenants[0]["tenant"] == "globex");
 
-    // Node-level figures without tenant names.
-    auto nodes = client::request(ep, "GET", "/admin/v1/nodes", {}, bearer(globex_admin));
-    CHECK(nodes.status == 200);
-    CHECK(nodes.body.find("acme") == std::string::npos);
+    // Where the node is and whether it is up; its counts are every tenant's
+    // load, for operators only.
+    auto nodes = get_view(ep, globex_admin, "nodes")["nodes"];
+    REQUIRE(nodes.size() == 1);
+    CHECK(nodes[0]["state"] == "alive");
+    for (const char* count : {"sessions", "watches", "sources", "streams"})
+      CHECK_FALSE(nodes[0].contains(count));
 
     for (const char* action : {"/admin/v1/drain", "/admin/v1/reload"}) {
       INFO(action);

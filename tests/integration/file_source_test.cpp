@@ -23,14 +23,6 @@ using namespace tidings;
 using namespace tidings::testing;
 using nlohmann::json;
 
-// Written elsewhere and renamed over the target, as editors and config
-// management do: the watch must see the new inode.
-void replace_file(const std::filesystem::path& path, const std::string& content) {
-  auto tmp = path.parent_path() / (".tmp-" + path.filename().string());
-  std::ofstream(tmp) << content;
-  std::filesystem::rename(tmp, path);
-}
-
 }  // namespace
 
 TEST_CASE("a watch on a file hears of each replace, and of changes made while the node was down",

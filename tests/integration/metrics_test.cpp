@@ -61,12 +61,6 @@ const std::map<std::string, std::string> documented = {
     {"tidings_relay_feeds", "gauge"},
 };
 
-void replace_file(const std::filesystem::path& path, const std::string& content) {
-  auto tmp = path.parent_path() / (".tmp-" + path.filename().string());
-  std::ofstream(tmp) << content;
-  std::filesystem::rename(tmp, path);
-}
-
 std::vector<json> audit_lines(const std::filesystem::path& file, const std::string& action) {
   std::vector<json> out;
   std::ifstream in(file);

@@ -17,6 +17,7 @@
 #include "client/sse_client.hpp"
 #include "tests/support/command_run.hpp"
 #include "tests/support/fake_backend.hpp"
+#include "tests/support/metrics_scrape.hpp"
 #include "tests/support/sse_reading.hpp"
 #include "tests/support/tidingsd_process.hpp"
 #include "tests/support/watching.hpp"
@@ -289,6 +290,12 @@ upstreams:
   // A failed fetch is skipped: no event, and the baseline stays.
   backend.set(500, "oops");
   REQUIRE(node.await_log("\"source.poll_failed\"", 15s));
+  // Counted and audited, while the watcher keeps running on its last content.
+  auto m = await_metrics(
+      ep, [](const scraped_metrics& s) { return s.value_or_zero("tidings_watch_poll_failures_total") >= 1; },
+      5s);
+  CHECK(m.value_or_zero("tidings_watch_poll_failures_total") >= 1);
+  CHECK(m.value("tidings_watch_active_watchers", {{"strategy", "poll"}}) == 1);
   // A 404 is accepted here: the disappearance is the change.
   backend.set(404, "gone", "text/plain");
   auto got = collect_data_events(session, 1, 15s);
@@ -298,7 +305,7 @@ upstreams:
   CHECK(got.events[0].data["new"] == "gone");
 }
 
-TEST_CASE("a reload applies new webhook tokens live; other upstream changes wait for a restart",
+TEST_CASE("a reload applies new webhook tokens live, other upstream changes wait for a restart",
           "[sources][webhook][config]") {
   temp_dir dir;
   auto hook = [](const std::string& token, const std::string& previous, const std::string& extra = {}) {

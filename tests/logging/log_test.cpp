@@ -6,7 +6,13 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <regex>
+#include <set>
 #include <string>
 
 #include "logging/log.hpp"
@@ -145,4 +151,28 @@ TEST_CASE("write() emits only the lines its levels let through", "[logging]") {
   CHECK(out.find("watch.info_line") == std::string::npos);
   CHECK(out.find("\"level\":\"warn\",\"event\":\"watch.warn_line\",\"n\":3}") != std::string::npos);
   CHECK(out.find("\"event\":\"node.info_line\",\"ok\":true}") != std::string::npos);
+}
+
+// A new event prefix must join the known subsystems, or no level spec could
+// name it (a typo in a spec is an error, so the list has to be complete).
+TEST_CASE("every event name in the source tree has a known subsystem") {
+  namespace fs = std::filesystem;
+  const std::regex call(R"(logging::(debug|info|warn|error)\(\s*"([a-z_]+)\.)");
+  std::set<std::string> prefixes;
+  for (const char* dir : {"actors", "apps", "broker", "filters", "persistence", "relay", "sources"}) {
+    for (const auto& entry : fs::recursive_directory_iterator(fs::path(TIDINGS_SOURCE_DIR) / dir)) {
+      auto ext = entry.path().extension();
+      if (ext != ".cpp" && ext != ".hpp") continue;
+      std::ifstream in(entry.path());
+      std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+      for (std::sregex_iterator it(text.begin(), text.end(), call), end; it != end; ++it)
+        prefixes.insert((*it)[2].str());
+    }
+  }
+  REQUIRE(prefixes.size() > 5);
+  auto known = subsystems();
+  for (const auto& p : prefixes) {
+    INFO(p);
+    CHECK(std::find(known.begin(), known.end(), p) != known.end());
+  }
 }

@@ -1,5 +1,6 @@
 #include "tests/support/watching.hpp"
 
+#include <fstream>
 #include <stdexcept>
 
 #include "tests/support/publishing.hpp"
@@ -57,6 +58,12 @@ std::vector<std::string> notice_lines(const data_event& event) {
 std::vector<data_event> await_notices(client::sse_stream& session, std::size_t count,
                                       std::chrono::milliseconds timeout) {
   return collect_data_events(session, count, timeout).events;
+}
+
+void replace_file(const std::filesystem::path& path, const std::string& content) {
+  auto tmp = path.parent_path() / (".tmp-" + path.filename().string());
+  std::ofstream(tmp) << content;
+  std::filesystem::rename(tmp, path);
 }
 
 }  // namespace tidings::testing

@@ -5,6 +5,7 @@
 // watch:NAME stream. Nothing here sleeps: waits are bounded SSE reads.
 
 #include <chrono>
+#include <filesystem>
 #include <string>
 #include <vector>
 
@@ -35,5 +36,9 @@ std::vector<std::string> notice_lines(const data_event& event);
 // Collects `count` notices (or fewer on timeout) from a session on watch:NAME.
 std::vector<data_event> await_notices(client::sse_stream& session, std::size_t count,
                                       std::chrono::milliseconds timeout);
+
+// Writes `content` next to `path` and renames it over it, as editors and
+// config management do: a file watch must follow the new inode.
+void replace_file(const std::filesystem::path& path, const std::string& content);
 
 }  // namespace tidings::testing

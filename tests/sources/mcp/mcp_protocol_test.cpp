@@ -173,7 +173,7 @@ TEST_CASE("listings become resource_info", "[mcp]") {
   CHECK(parse_resources(json::parse(R"({"resources":"x"})"), "s", true).empty());
 }
 
-TEST_CASE("reads take the first content item's text; blobs are refused", "[mcp]") {
+TEST_CASE("reads take the first content item's text, blobs are refused", "[mcp]") {
   auto ok = parse_read(
       json::parse(R"({"contents":[{"uri":"a:b","mimeType":"application/json","text":"{}"}]})"), "s", "a:b");
   REQUIRE(ok.result);

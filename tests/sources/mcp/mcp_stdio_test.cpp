@@ -83,7 +83,7 @@ TEST_CASE("memory over stdio: list, read, subscribe, update, unsubscribe, stop",
   CHECK(process_gone(pid));
 }
 
-TEST_CASE("a killed stdio server ends the watch; subscribing again reconnects", "[mcp]") {
+TEST_CASE("a killed stdio server ends the watch, subscribing again reconnects", "[mcp]") {
   require_servers();
   boost::asio::io_context ioc;
   file_cleanup file{temp_file("tidings-memory")};

@@ -394,7 +394,7 @@ TEST_CASE("the connector lists its template and reads channels one-off", "[postg
   CHECK(events[0]["payload"] == "hi");
 }
 
-TEST_CASE("a killed server ends the subscription; after its restart a GAP comes first", "[postgres]") {
+TEST_CASE("a killed server ends the subscription, after its restart a GAP comes first", "[postgres]") {
   postgres_server server;  // its own: this test takes it down
   loop l;
   postgres_connector connector(l.io, config_for(server.conninfo()));
