@@ -40,8 +40,7 @@ int run_view(const server_options& server, const admin_options& opts) {
   if (!res) return 1;
   if (res->status != 200) return refused(*res, server);
   if (opts.json) {
-    std::cout << res->body;
-    if (res->body.empty() || res->body.back() != '\n') std::cout << "\n";
+    print_body(res->body);
     return 0;
   }
   const auto now = std::chrono::duration_cast<std::chrono::milliseconds>(

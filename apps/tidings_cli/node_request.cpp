@@ -18,4 +18,9 @@ std::optional<client::http_response> exchange(const server_options& server, cons
   }
 }
 
+void print_body(const std::string& body) {
+  std::cout << body;
+  if (body.empty() || body.back() != '\n') std::cout << "\n";
+}
+
 }  // namespace tidings::cli

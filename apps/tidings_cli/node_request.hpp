@@ -16,4 +16,7 @@ namespace tidings::cli {
 std::optional<client::http_response> exchange(const server_options& server, const std::string& method,
                                               const std::string& target, const std::string& body = {});
 
+// The node's answer as it came (--json), ending with one newline.
+void print_body(const std::string& body);
+
 }  // namespace tidings::cli

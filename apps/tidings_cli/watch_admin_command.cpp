@@ -105,8 +105,7 @@ int run_watch_list(const server_options& server, const watch_list_options& opts)
   if (!res) return 1;
   if (res->status != 200) return refused(*res, server);
   if (opts.json) {
-    std::cout << res->body;
-    if (res->body.empty() || res->body.back() != '\n') std::cout << "\n";
+    print_body(res->body);
     return 0;
   }
   const auto table = watch_table(res->body);

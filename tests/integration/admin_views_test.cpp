@@ -22,6 +22,7 @@
 #include "tests/support/publishing.hpp"
 #include "tests/support/sse_reading.hpp"
 #include "tests/support/tenant_node.hpp"
+#include "tests/support/watching.hpp"
 
 namespace {
 
@@ -78,10 +79,8 @@ std::unique_ptr<client::sse_stream> open_session(const client::endpoint& ep, con
 
 TEST_CASE("admin views reflect a known state (N sessions, M watches, one watcher per URI)", "[admin]") {
   temp_dir files;
-  auto root = files.path() / "etc";
-  std::filesystem::create_directories(root);
-  auto file = root / "app.json";
-  std::ofstream(file) << R"({"replicas":1})";
+  auto file = write_watched_file(files.path(), R"({"replicas":1})");
+  auto root = file.parent_path();
   const auto uri = "file://" + file.string();
   tenant_node node({}, {}, "upstreams:\n  files:\n    roots: [" + root.string() + "]\n");
   auto ep = node.endpoint();

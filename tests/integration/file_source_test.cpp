@@ -28,10 +28,8 @@ using nlohmann::json;
 TEST_CASE("a watch on a file hears of each replace, and of changes made while the node was down",
           "[sources][file]") {
   temp_dir dir;
-  auto root = dir.path() / "etc";
-  std::filesystem::create_directories(root);
-  auto file = root / "app.json";
-  std::ofstream(file) << R"({"replicas":1,"image":"app:1"})";
+  auto file = write_watched_file(dir.path(), R"({"replicas":1,"image":"app:1"})");
+  auto root = file.parent_path();
   auto cfg = dir.path() / "tidings.yaml";
   std::ofstream(cfg) << "upstreams:\n  files:\n    roots: [" << root.string() << "]\n";
   auto data = dir.path() / "data";

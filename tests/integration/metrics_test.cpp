@@ -162,10 +162,8 @@ TEST_CASE("metrics move as publishes, deliveries and resyncs happen", "[metrics]
 TEST_CASE("an upstream fire counts by strategy and leaves an audit line with its subscribers",
           "[metrics][sources][file]") {
   temp_dir dir;
-  auto root = dir.path() / "etc";
-  std::filesystem::create_directories(root);
-  auto file = root / "app.json";
-  std::ofstream(file) << R"({"replicas":1})";
+  auto file = write_watched_file(dir.path(), R"({"replicas":1})");
+  auto root = file.parent_path();
   auto cfg = dir.path() / "tidings.yaml";
   std::ofstream(cfg) << "upstreams:\n  files:\n    roots: [" << root.string() << "]\n";
   auto data = dir.path() / "data";

@@ -89,10 +89,8 @@ std::optional<data_event> await_event(client::sse_stream& session, Match match,
 TEST_CASE("a reload that adds a files root makes its files subscribable at once", "[sources][file][reload]") {
   reloading_node n("log-level: info\n");
   temp_dir files;
-  auto root = files.path() / "etc";
-  std::filesystem::create_directories(root);
-  auto file = root / "app.json";
-  std::ofstream(file) << R"({"replicas":1})";
+  auto file = write_watched_file(files.path(), R"({"replicas":1})");
+  auto root = file.parent_path();
   auto uri = "file://" + file.string();
 
   auto before = start_watch(n.ep(), {{"name", "app"}, {"uri", uri}});
@@ -163,10 +161,8 @@ TEST_CASE("a reload that changes the files connector keeps its sessions on the s
 TEST_CASE("a reload that removes the files connector ends its sources with an error",
           "[sources][file][reload]") {
   temp_dir files;
-  auto root = files.path() / "etc";
-  std::filesystem::create_directories(root);
-  auto file = root / "app.json";
-  std::ofstream(file) << R"({"replicas":1})";
+  auto file = write_watched_file(files.path(), R"({"replicas":1})");
+  auto root = file.parent_path();
   auto uri = "file://" + file.string();
   reloading_node n(files_config({root}));
 

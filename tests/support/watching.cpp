@@ -60,6 +60,14 @@ std::vector<data_event> await_notices(client::sse_stream& session, std::size_t c
   return collect_data_events(session, count, timeout).events;
 }
 
+std::filesystem::path write_watched_file(const std::filesystem::path& dir, const std::string& content) {
+  auto root = dir / "etc";
+  std::filesystem::create_directories(root);
+  auto file = root / "app.json";
+  std::ofstream(file) << content;
+  return file;
+}
+
 void replace_file(const std::filesystem::path& path, const std::string& content) {
   auto tmp = path.parent_path() / (".tmp-" + path.filename().string());
   std::ofstream(tmp) << content;

@@ -37,6 +37,10 @@ std::vector<std::string> notice_lines(const data_event& event);
 std::vector<data_event> await_notices(client::sse_stream& session, std::size_t count,
                                       std::chrono::milliseconds timeout);
 
+// A file to watch: DIR/etc/app.json holding `content` (its root, etc/, is
+// what a files upstream's config names).
+std::filesystem::path write_watched_file(const std::filesystem::path& dir, const std::string& content);
+
 // Writes `content` next to `path` and renames it over it, as editors and
 // config management do: a file watch must follow the new inode.
 void replace_file(const std::filesystem::path& path, const std::string& content);
