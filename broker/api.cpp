@@ -3,10 +3,20 @@
 #include <algorithm>
 #include <string_view>
 
+#include "broker/live_files.hpp"
+
 namespace tidings::broker {
 namespace {
 
-// "/v1/streams/NAME/events" -> NAME; empty when the path is not of that shape.
+// A page this node served (the live view) calling back to it. Browsers mark
+// such requests `Sec-Fetch-Site: same-origin`, comparing scheme, host and
+// port as they saw them (so it holds behind a proxy too), and pages cannot
+// set the header; non-browser clients are not what origin checks stop.
+bool same_origin(const http_request& req) {
+  const auto* site = req.header("sec-fetch-site");
+  return site && *site == "same-origin";
+}
+
 std::string_view segment_between(std::string_view path, std::string_view prefix, std::string_view suffix) {
   if (!path.starts_with(prefix) || !path.ends_with(suffix) || path.size() <= prefix.size() + suffix.size())
     return {};
@@ -63,6 +73,7 @@ route_result api::handle(const http_request& req, responder respond) {
     if (req.method == "POST") return fire_webhook(std::string(token), req, std::move(respond));
     return {method_not_allowed("POST"), {}};
   }
+  if (auto page = serve_live_file(req)) return {std::move(page), {}};
   if (req.method == "OPTIONS") return {preflight(req), {}};
   // A near-miss webhook path (a doubled slash) still carries a token.
   if (path.starts_with("/webhooks/")) return {error_response(404, "no such webhook route"), {}};
@@ -81,7 +92,7 @@ route_result api::handle(const http_request& req, responder respond) {
   }
   const auto& who = admitted.auth;
   const auto* origin = req.header("origin");
-  if (!origin || who->anonymous) return route(req, who, std::move(respond));
+  if (!origin || who->anonymous || same_origin(req)) return route(req, who, std::move(respond));
   if (!origin_allowed(who, *origin))
     return {forbidden(who, req, "origin '" + *origin + "' is not allowed"), {}};
   auto headers = cors_headers(*origin);

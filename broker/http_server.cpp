@@ -289,6 +289,8 @@ class http_connection : public std::enable_shared_from_this<http_connection> {
     res->keep_alive(keep_alive);
     auto after_sent = std::move(r.after_sent);
     res->prepare_payload();
+    // A 304 may carry no Content-Length but the 200's (RFC 9110 8.6).
+    if (r.status == 304) res->erase(http::field::content_length);
     // HEAD: the headers of the GET, Content-Length included, and no body.
     if (head_) res->body().clear();
     stream_.expires_after(limits_.idle_timeout);

@@ -245,6 +245,8 @@ struct http_connection::impl {
     http::response_parser<http::string_body> parser;
     parser.body_limit(max_response_body);
     parser.header_limit(max_response_header);
+    // A HEAD answer carries GET's Content-Length and no body.
+    parser.skip(req.method() == http::verb::head);
     const auto read =
         run([&](auto&& handler) { http::async_read(stream, buffer, parser, std::move(handler)); }, deadline,
             "reading from");

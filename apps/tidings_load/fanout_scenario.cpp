@@ -15,6 +15,7 @@
 #include "apps/tidings_load/publisher_group.hpp"
 #include "apps/tidings_load/scenario_context.hpp"
 #include "apps/tidings_load/session_pool.hpp"
+#include "apps/tidings_load/target_requests.hpp"
 
 namespace tidings::load {
 
@@ -50,8 +51,8 @@ class fanout_run final : public event_sink {
       : ctx_(ctx),
         events_(ctx.opts.events),
         pad_(make_pad(ctx.opts.payload_bytes)),
-        pool_(ctx.ioc, ctx.server, ctx.opts.peer, ctx.opts.stream, ctx.opts.sessions, ctx.opts.connect_window,
-              session_read_size, this),
+        pool_(ctx.ioc, ctx.server, ctx.opts.peer, subscribe_request(ctx.opts.peer, ctx.server, ctx.opts),
+              ctx.opts.sessions, ctx.opts.connect_window, session_read_size, this),
         publishers_(ctx.server, ctx.opts, pad_),
         deadline_(ctx.ioc),
         grace_(ctx.ioc),

@@ -2,10 +2,19 @@
 // is read before the first session opens and after every session had its
 // hello; the difference is spread over the sessions. For nchan the process
 // is its single nginx worker, which holds every subscriber.
+//
+// With --hold-s the sessions stay open after that, as an audience beside
+// something else (the browser tests put 1000 of them on the document the
+// browsers show): every event is counted per session and its seq must rise.
 
+#include <algorithm>
+#include <csignal>
 #include <cstdio>
+#include <functional>
 #include <iostream>
+#include <vector>
 
+#include <boost/asio/signal_set.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <nlohmann/json.hpp>
 
@@ -14,6 +23,7 @@
 #include "apps/tidings_load/proc_stats.hpp"
 #include "apps/tidings_load/scenario_context.hpp"
 #include "apps/tidings_load/session_pool.hpp"
+#include "apps/tidings_load/target_requests.hpp"
 
 namespace tidings::load {
 
@@ -22,23 +32,86 @@ namespace {
 // A hello frame is about 100 bytes; small buffers keep the client lean.
 constexpr std::size_t idle_read_size = 1024;
 
+// Events per session during the hold, and whether each session's seqs rose.
+class hold_counter final : public event_sink {
+ public:
+  // `on_all_reached` runs once every session has had `target` events (0: never).
+  hold_counter(std::size_t sessions, std::size_t target, std::function<void()> on_all_reached)
+      : events_(sessions, 0),
+        last_seq_(sessions, 0),
+        target_(target),
+        on_all_reached_(std::move(on_all_reached)) {}
+
+  void on_event(std::size_t session, const delivery& d) override {
+    if (++events_[session] == target_ && ++reached_ == events_.size()) on_all_reached_();
+    if (d.seq <= last_seq_[session]) ++out_of_order_;
+    last_seq_[session] = d.seq;
+  }
+
+  nlohmann::json report() const {
+    const auto [lo, hi] = std::minmax_element(events_.begin(), events_.end());
+    std::size_t total = 0;
+    for (auto n : events_) total += n;
+    return {{"events_min", events_.empty() ? 0 : *lo},
+            {"events_max", events_.empty() ? 0 : *hi},
+            {"events_total", total},
+            {"out_of_order", out_of_order_}};
+  }
+
+ private:
+  std::vector<std::size_t> events_;
+  std::vector<std::uint64_t> last_seq_;
+  std::size_t out_of_order_ = 0;
+  std::size_t target_;
+  std::size_t reached_ = 0;
+  std::function<void()> on_all_reached_;
+};
+
 }  // namespace
 
 int run_idle(scenario_context& ctx) {
   const auto& o = ctx.opts;
-  session_pool pool(ctx.ioc, ctx.server, o.peer, o.stream, o.sessions, o.connect_window, idle_read_size,
-                    nullptr);
+  std::function<void()> stop;
+  hold_counter counter(o.sessions, o.hold_events, [&] { stop(); });
+  session_pool pool(ctx.ioc, ctx.server, o.peer, subscribe_request(o.peer, ctx.server, o), o.sessions,
+                    o.connect_window, idle_read_size, o.hold_s ? &counter : nullptr);
+  // Someone else's stream or an upstream's: its events are not ours to parse.
+  if (o.hold_s || !o.uri.empty()) pool.accept_any_payload();
   boost::asio::steady_timer deadline(ctx.ioc);
+  boost::asio::signal_set signals(ctx.ioc);
   std::string failure;
   std::optional<long long> rss_before, rss_after;
   if (ctx.node_pid) rss_before = rss_bytes(*ctx.node_pid);
   const auto started = steady_ns();
   std::int64_t ready_ns = 0;
 
-  auto stop = [&] {
+  stop = [&] {
     deadline.cancel();
+    boost::system::error_code ignored;
+    signals.cancel(ignored);
     pool.close_all();
   };
+  auto hold = [&] {
+    std::printf("ready: %zu sessions\n", o.sessions);
+    std::fflush(stdout);
+    deadline.cancel();
+    deadline.expires_after(std::chrono::seconds(o.hold_s));
+    deadline.async_wait([&](const boost::system::error_code& ec) {
+      if (!ec) stop();
+    });
+  };
+  // From the start, so a hold stopped while sessions still open reports too.
+  if (o.hold_s) {
+    signals.add(SIGTERM);
+    signals.add(SIGINT);
+    signals.async_wait([&](const boost::system::error_code& ec, int) {
+      if (ec) return;
+      if (!ready_ns && failure.empty())
+        failure = "stopped while opening sessions (" + std::to_string(pool.ready()) + "/" +
+                  std::to_string(o.sessions) + " had their hello)";
+      stop();
+    });
+  }
   deadline.expires_after(std::chrono::seconds(o.timeout_s));
   deadline.async_wait([&](const boost::system::error_code& ec) {
     if (ec) return;
@@ -50,10 +123,11 @@ int run_idle(scenario_context& ctx) {
       [&] {
         ready_ns = steady_ns();
         if (ctx.node_pid) rss_after = rss_bytes(*ctx.node_pid);
-        stop();
+        o.hold_s ? hold() : stop();
       },
       [&](const std::string& why) {
-        if (failure.empty()) failure = "while opening sessions: " + why;
+        if (failure.empty())
+          failure = (ready_ns ? "while holding sessions: " : "while opening sessions: ") + why;
         stop();
       });
   ctx.ioc.run();
@@ -88,8 +162,19 @@ int run_idle(scenario_context& ctx) {
       {"node_rss_per_session", opt(per_session)},
       {"client_rss", opt(client_rss)},
   };
+  if (o.hold_s) {
+    const auto held = counter.report();
+    j.update(held);
+    std::printf("  held              events per session %s..%s, out of order %s\n",
+                held["events_min"].dump().c_str(), held["events_max"].dump().c_str(),
+                held["out_of_order"].dump().c_str());
+  }
   std::printf("%s\n", j.dump().c_str());
   std::fflush(stdout);
+  if (o.hold_s && j["out_of_order"] != 0) {
+    std::cerr << "tidings-load: some session received an event whose seq did not rise\n";
+    return 1;
+  }
   return 0;
 }
 

@@ -12,12 +12,19 @@ const char* const load_usage =
     "usage: tidings-load (--server HOST:PORT [--pid PID] | --tidingsd PATH [--node-arg ARG]...)\n"
     "                    [--target tidings|nchan] [--scenario fanout|idle] [--sessions N] [--events N]\n"
     "                    [--payload-bytes N] [--publishers K] [--stream NAME]\n"
-    "                    [--connect-window N] [--timeout-s N]\n"
+    "                    [--connect-window N] [--timeout-s N] [--token JWT]\n"
+    "                    [--uri URI] [--hold-s N [--hold-events N]]\n"
     "\n"
     "fanout (default): N sessions (1000) on one stream, E events (2000) published by K\n"
     "  keep-alive publishers each waiting for its ack; prints deliveries/s,\n"
     "  publish-to-receive latency p50/p99/max, ack rate and CPU of node and client.\n"
     "idle: N sessions (10000) wait after hello; prints the node's RSS per idle session.\n"
+    "  --uri URI: the sessions read an upstream resource (uri=) instead of --stream.\n"
+    "  --hold-s N: once ready (a line 'ready: N sessions' on stdout), keep them open N s\n"
+    "  (SIGTERM or SIGINT ends the hold early), count the events each one receives, of\n"
+    "  any payload, and check their order; prints min/max events per session.\n"
+    "  --hold-events N ends the hold once every session has received N events.\n"
+    "--token JWT: a bearer token for every request (a node with tenants).\n"
     "--target nchan: the server is nginx with nchan (with --server; --pid is its single\n"
     "  worker): subscribe GET /sub/STREAM (eventsource), publish POST /pub/STREAM.\n"
     "Loopback only. Ends with one JSON line holding every figure.\n";
@@ -87,6 +94,14 @@ load_options parse_load_options(const std::vector<std::string>& args) {
       out.connect_window = number(arg, value(), 1);
     } else if (arg == "--stream") {
       out.stream = value();
+    } else if (arg == "--uri") {
+      out.uri = value();
+    } else if (arg == "--token") {
+      out.token = value();
+    } else if (arg == "--hold-s") {
+      out.hold_s = static_cast<unsigned>(number(arg, value(), 1));
+    } else if (arg == "--hold-events") {
+      out.hold_events = number(arg, value(), 1);
     } else if (arg == "--timeout-s") {
       out.timeout_s = static_cast<unsigned>(number(arg, value(), 1));
     } else if (arg == "--pid") {
@@ -115,6 +130,14 @@ load_options parse_load_options(const std::vector<std::string>& args) {
                        return std::islower(c) || std::isdigit(c) || c == '_' || c == '-' || c == '.';
                      });
   if (!plain) throw usage_error("--stream wants 1..128 of [a-z0-9_.-], got '" + out.stream + "'");
+  if (!out.uri.empty() && (out.kind != scenario::idle || out.peer != target::tidings)) {
+    throw usage_error("--uri goes with --scenario idle against tidings");
+  }
+  if (out.hold_s && out.kind != scenario::idle) throw usage_error("--hold-s goes with --scenario idle");
+  if (out.hold_events && !out.hold_s) throw usage_error("--hold-events goes with --hold-s");
+  const bool token_ok =
+      std::all_of(out.token.begin(), out.token.end(), [](unsigned char c) { return c > 32 && c < 127; });
+  if (!token_ok) throw usage_error("--token must be printable ASCII without spaces");
   if (out.sessions == 0) out.sessions = out.kind == scenario::fanout ? 1000 : 10000;
   return out;
 }

@@ -37,6 +37,10 @@ struct load_options {
   std::size_t publishers = 4;
   std::size_t connect_window = 256;  // sessions connecting at once
   std::string stream = "load";
+  std::string uri;      // idle: sessions read this upstream resource (uri=) instead of a stream
+  std::string token;    // sent as a bearer token by every session and publisher
+  unsigned hold_s = 0;  // idle: keep the sessions open this long after they are ready
+  std::size_t hold_events = 0;  // ...or until every session has received this many events
   unsigned timeout_s = 300;
   std::optional<pid_t> pid;  // the node's pid when not spawning (for RSS and CPU);
                              // for nchan, the single nginx worker's

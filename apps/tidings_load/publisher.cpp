@@ -15,13 +15,13 @@ namespace net = boost::asio;
 using tcp = net::ip::tcp;
 
 publisher::publisher(net::io_context& ioc, const tcp::endpoint& server, target peer,
-                     const std::string& stream, std::size_t number, const std::string& pad,
-                     publish_source& source)
+                     const std::string& stream, const std::string& token, std::size_t number,
+                     const std::string& pad, publish_source& source)
     : socket_(ioc),
       server_(server),
       peer_(peer),
       number_(number),
-      head_prefix_(publish_head_prefix(peer, server, stream)),
+      head_prefix_(publish_head_prefix(peer, server, stream, token)),
       pad_(pad),
       source_(source) {}
 

@@ -30,7 +30,8 @@ class publisher {
   // `number` travels in every payload so receivers can check each
   // publisher's order on its own.
   publisher(boost::asio::io_context& ioc, const boost::asio::ip::tcp::endpoint& server, target peer,
-            const std::string& stream, std::size_t number, const std::string& pad, publish_source& source);
+            const std::string& stream, const std::string& token, std::size_t number, const std::string& pad,
+            publish_source& source);
   publisher(const publisher&) = delete;
   publisher& operator=(const publisher&) = delete;
 

@@ -13,8 +13,8 @@ publisher_group::publisher_group(const net::ip::tcp::endpoint& server, const loa
     : events_(opts.events) {
   const auto k = std::min(opts.publishers, opts.events);
   for (std::size_t i = 0; i < k; ++i) {
-    publishers_.push_back(std::make_unique<publisher>(ioc_, server, opts.peer, opts.stream, i, pad,
-                                                      static_cast<publish_source&>(*this)));
+    publishers_.push_back(std::make_unique<publisher>(ioc_, server, opts.peer, opts.stream, opts.token, i,
+                                                      pad, static_cast<publish_source&>(*this)));
   }
   ack_latencies_.reserve(events_);
 }

@@ -1,15 +1,13 @@
 #include "apps/tidings_load/session_pool.hpp"
 
-#include "apps/tidings_load/target_requests.hpp"
-
 namespace tidings::load {
 
 session_pool::session_pool(boost::asio::io_context& ioc, const boost::asio::ip::tcp::endpoint& server,
-                           target peer, const std::string& stream, std::size_t count, std::size_t window,
+                           target peer, std::string request, std::size_t count, std::size_t window,
                            std::size_t read_size, event_sink* sink)
     : ioc_(ioc),
       server_(server),
-      request_(subscribe_request(peer, server, stream)),
+      request_(std::move(request)),
       peer_(peer),
       count_(count),
       window_(window),
@@ -29,6 +27,7 @@ void session_pool::start_next() {
   if (sessions_.size() >= count_) return;
   const std::size_t id = sessions_.size();
   sessions_.push_back(std::make_unique<sse_session>(ioc_, server_, request_, peer_, *this, id, read_size_));
+  if (any_payload_) sessions_.back()->accept_any_payload();
   sessions_.back()->start();
 }
 

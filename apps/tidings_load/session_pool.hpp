@@ -24,8 +24,12 @@ class event_sink {
 class session_pool final : public session_observer {
  public:
   session_pool(boost::asio::io_context& ioc, const boost::asio::ip::tcp::endpoint& server, target peer,
-               const std::string& stream, std::size_t count, std::size_t window, std::size_t read_size,
+               std::string request, std::size_t count, std::size_t window, std::size_t read_size,
                event_sink* sink);
+
+  // Sessions take events of any payload (someone else's stream) and report
+  // only their cursor's seq; by default anything but the load payload fails.
+  void accept_any_payload() { any_payload_ = true; }
 
   // `on_ready` once every session had its hello; `on_failure` at the first
   // failure of any session, before or after that.
@@ -54,6 +58,7 @@ class session_pool final : public session_observer {
   std::vector<bool> hello_seen_;
   std::size_t ready_ = 0;
   bool failed_ = false;
+  bool any_payload_ = false;
   std::function<void()> on_ready_;
   std::function<void(const std::string&)> on_failure_;
 };

@@ -205,6 +205,7 @@ void sse_session::on_frame(std::string_view frame, std::int64_t now_ns) {
             std::from_chars(id.data() + colon + 1, id.data() + id.size(), seq).ec == std::errc() && seq > 0;
     d.seq = static_cast<std::uint64_t>(seq);
   }
+  if (id_ok && any_payload_) return observer_.on_event(id_, d);
   if (!id_ok || !find_int(data, "\"t\":", d.sent_ns) || !find_int(data, "\"i\":", d.index) ||
       !find_int(data, "\"p\":", d.publisher)) {
     return fail("unexpected event: " + std::string(frame.substr(0, 200)));

@@ -53,6 +53,8 @@ class sse_session {
   sse_session& operator=(const sse_session&) = delete;
 
   void start();
+  // See session_pool::accept_any_payload.
+  void accept_any_payload() { any_payload_ = true; }
   // Closes the socket; the pending read completes aborted and reports nothing.
   void close();
 
@@ -76,6 +78,7 @@ class sse_session {
   bool in_body_ = false;
   bool chunked_ = false;
   bool hello_ = false;
+  bool any_payload_ = false;
   chunked_decoder dechunk_;
   std::string body_;
   bool done_ = false;  // failed or closed: report nothing more

@@ -14,14 +14,15 @@
 
 namespace tidings::load {
 
-// The whole subscribe request for `stream`.
+// The whole subscribe request: `opts.stream`, or for Tidings `opts.uri` (an
+// upstream resource) when given, with `opts.token` as a bearer token.
 std::string subscribe_request(target t, const boost::asio::ip::tcp::endpoint& server,
-                              const std::string& stream);
+                              const load_options& opts);
 
 // A publish request up to and including "Content-Length: "; the caller adds
 // the length, the blank line and the body.
 std::string publish_head_prefix(target t, const boost::asio::ip::tcp::endpoint& server,
-                                const std::string& stream);
+                                const std::string& stream, const std::string& token);
 
 std::string publish_body(target t, std::int64_t sent_ns, std::int64_t index, std::size_t publisher,
                          const std::string& pad);
