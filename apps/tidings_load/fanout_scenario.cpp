@@ -1,5 +1,11 @@
 // fanout: N sessions on one stream, E events published by K keep-alive
-// publishers as fast as acks come back; every delivery is checked and timed.
+// publishers as fast as acks come back (or at --rate); every delivery is
+// checked and timed. many-streams is the same run over C streams, session s
+// on stream s mod C, each event on one stream (publisher_group::stream_of).
+// resume publishes the first half, drops every session, publishes the second
+// half and reconnects them with Last-Event-ID: the same checks must hold.
+// restart kills the node once a third is acknowledged and starts it again;
+// publishers resend what was not answered, sessions resume on their own.
 // Sessions are read on the main thread, publishers run on their own.
 
 #include <algorithm>
@@ -10,7 +16,8 @@
 #include <boost/asio/steady_timer.hpp>
 #include <nlohmann/json.hpp>
 
-#include "apps/tidings_load/latency_summary.hpp"
+#include "apps/tidings_load/html_report.hpp"
+#include "apps/tidings_load/latency_histogram.hpp"
 #include "apps/tidings_load/proc_stats.hpp"
 #include "apps/tidings_load/publisher_group.hpp"
 #include "apps/tidings_load/scenario_context.hpp"
@@ -23,14 +30,13 @@ namespace {
 
 namespace net = boost::asio;
 
+// restart: how long publishers and sessions keep trying a node that is down.
+constexpr std::chrono::seconds restart_patience{30};
 // After the last ack, how long deliveries may still trickle in before the
 // missing ones count as lost.
 constexpr std::chrono::seconds delivery_grace{10};
 // Reads this large let a session that fell behind take many frames at once.
 constexpr std::size_t session_read_size = 16384;
-// Latency samples kept at most (about 32 MB); beyond that only every k-th
-// session's deliveries are timed, which still covers every event.
-constexpr std::size_t max_latency_samples = std::size_t{1} << 22;
 
 struct session_check {
   std::uint64_t last_seq = 0;  // Tidings only: nchan's ids are not our cursors
@@ -51,17 +57,33 @@ class fanout_run final : public event_sink {
       : ctx_(ctx),
         events_(ctx.opts.events),
         pad_(make_pad(ctx.opts.payload_bytes)),
-        pool_(ctx.ioc, ctx.server, ctx.opts.peer, subscribe_request(ctx.opts.peer, ctx.server, ctx.opts),
+        pool_(ctx.ioc, ctx.server, ctx.opts.peer, subscribe_requests(ctx.opts.peer, ctx.server, ctx.opts),
               ctx.opts.sessions, ctx.opts.connect_window, session_read_size, this),
-        publishers_(ctx.server, ctx.opts, pad_),
+        split_(ctx.opts.kind == scenario::resume ? ctx.opts.events / 2 : ctx.opts.events),
+        publishers_(ctx.server, ctx.opts, pad_, 0, split_),
         deadline_(ctx.ioc),
         grace_(ctx.ioc),
+        sampler_(ctx.ioc),
         checks_(ctx.opts.sessions),
         publisher_last_(ctx.opts.sessions * publishers_.count(), -1),
-        seen_(ctx.opts.sessions * ctx.opts.events, false) {
-    const std::size_t total = ctx.opts.sessions * ctx.opts.events;
-    sample_stride_ = (total + max_latency_samples - 1) / max_latency_samples;
-    latencies_.reserve(std::min(total, max_latency_samples));
+        seen_(ctx.opts.sessions * ctx.opts.events, false),
+        streams_(std::max<std::size_t>(ctx.opts.streams, 1)),
+        per_stream_(streams_, 0),
+        first_part_per_stream_(streams_, 0) {
+    for (std::size_t i = 0; i < events_; ++i) {
+      const auto k = publishers_.stream_of(static_cast<std::int64_t>(i));
+      ++per_stream_[k];
+      if (i < split_) ++first_part_per_stream_[k];
+    }
+    if (ctx.opts.kind == scenario::restart) {
+      publishers_.retry_until_acked(restart_patience);
+      pool_.reconnect_on_loss(restart_patience);
+      publishers_.notify_at(std::max<std::size_t>(events_ / 3, 1), [this] { restart_node(); });
+    }
+    for (std::size_t s = 0; s < ctx.opts.sessions; ++s) {
+      expected_total_ += expected(s);
+      first_part_total_ += first_part_per_stream_[s % streams_];
+    }
   }
 
   int run() {
@@ -86,7 +108,13 @@ class fanout_run final : public event_sink {
   void on_published(bool ok, const std::string& why) {
     if (stopped_) return;
     if (!ok) return abort("publishing: " + why);
+    if (split_ < events_ && !later_) return first_part_acked();
+    if (later_) return reconnect();
     all_acked_ = true;
+    await_deliveries();
+  }
+
+  void await_deliveries() {
     // The last deliveries can overtake the last ack.
     if (all_delivered()) return finish();
     phase_ = "waiting for deliveries";
@@ -99,7 +127,8 @@ class fanout_run final : public event_sink {
   void on_event(std::size_t session, const delivery& d) override {
     ++deliveries_;
     last_delivery_ns_ = d.received_ns;
-    if (session % sample_stride_ == 0) latencies_.push_back(d.received_ns - d.sent_ns);
+    count_in_series(d.received_ns);
+    latencies_.record(d.received_ns - d.sent_ns);
     auto& c = checks_[session];
     // Acks from concurrent publishers may come back in any order, so across
     // publishers order is checked on the cursor, which is what Tidings
@@ -111,7 +140,8 @@ class fanout_run final : public event_sink {
       c.last_seq = std::max(c.last_seq, d.seq);
     }
     if (d.index < 0 || static_cast<std::size_t>(d.index) >= events_ || d.publisher < 0 ||
-        static_cast<std::size_t>(d.publisher) >= publishers_.count()) {
+        static_cast<std::size_t>(d.publisher) >= publishers_.count() ||
+        publishers_.stream_of(d.index) != session % streams_) {  // another stream's event
       ++c.out_of_order;
       return;
     }
@@ -127,6 +157,7 @@ class fanout_run final : public event_sink {
     ++c.received;
     ++distinct_;
     if (all_delivered() && all_acked_) finish();
+    if (awaiting_first_part_ && distinct_ == first_part_total_) drop_sessions();
   }
 
  private:
@@ -136,14 +167,82 @@ class fanout_run final : public event_sink {
     node_cpu_before_ = ctx_.node_pid ? cpu_seconds(*ctx_.node_pid) : std::nullopt;
     own_cpu_before_ = own_cpu_seconds();
     first_publish_ns_ = steady_ns();
+    if (!ctx_.opts.report_path.empty()) sample_memory();
     publishers_.start(ctx_.ioc, [this](bool ok, const std::string& why) { on_published(ok, why); });
   }
 
-  bool all_delivered() const { return distinct_ == events_ * checks_.size(); }
+  // restart: SIGKILL in the middle of publishing, then the same port and
+  // data directory. Blocks the loop while the node starts; every session is
+  // disconnected then anyway.
+  void restart_node() {
+    if (stopped_ || !ctx_.node) return;
+    phase_ = "restarting the node";
+    ctx_.node->kill9();
+    restarted_at_ns_ = steady_ns();
+    try {
+      ctx_.node->restart(std::chrono::seconds(20));
+    } catch (const std::exception& e) {
+      return abort(e.what());
+    }
+    restart_s_ = static_cast<double>(steady_ns() - restarted_at_ns_) / 1e9;
+    phase_ = "publishing after the restart";
+  }
+
+  // resume: wait for the first part's deliveries, then drop the sessions.
+  void first_part_acked() {
+    phase_ = "waiting for the first part's deliveries";
+    awaiting_first_part_ = true;
+    if (distinct_ == first_part_total_) drop_sessions();
+  }
+
+  void drop_sessions() {
+    awaiting_first_part_ = false;
+    pool_.close_all();
+    phase_ = "publishing while the sessions are away";
+    later_ = std::make_unique<publisher_group>(ctx_.server, ctx_.opts, pad_, split_, events_);
+    later_->start(ctx_.ioc, [this](bool ok, const std::string& why) { on_published(ok, why); });
+  }
+
+  // Every session resumes from its own last id; they catch up, then live.
+  void reconnect() {
+    all_acked_ = true;
+    phase_ = "resuming";
+    const auto base = subscribe_requests(ctx_.opts.peer, ctx_.server, ctx_.opts);
+    std::vector<std::string> resume;
+    for (std::size_t s = 0; s < checks_.size(); ++s)
+      resume.push_back(with_last_event_id(base[s % base.size()], pool_.last_id(s)));
+    pool_.reopen(
+        std::move(resume), [this] { await_deliveries(); },
+        [this](const std::string& why) { abort("while " + phase_ + ": " + why); });
+  }
+
+  // --report: deliveries per step of the run, from the first publish.
+  void count_in_series(std::int64_t received_ns) {
+    const auto step_ns = static_cast<std::int64_t>(series_.step_s * 1e9);
+    const auto at = std::max<std::int64_t>(received_ns - first_publish_ns_, 0) / step_ns;
+    if (series_.deliveries.size() <= static_cast<std::size_t>(at)) series_.deliveries.resize(at + 1, 0);
+    ++series_.deliveries[static_cast<std::size_t>(at)];
+  }
+
+  void sample_memory() {
+    if (!ctx_.node_pid) return;
+    // After a restart the node is another process.
+    const pid_t pid = ctx_.node ? ctx_.node->pid() : *ctx_.node_pid;
+    if (const auto rss = pid > 0 ? rss_bytes(pid) : std::nullopt)
+      series_.node_rss_mib.push_back(static_cast<double>(*rss) / 1048576.0);
+    sampler_.expires_after(std::chrono::milliseconds(static_cast<int>(series_.step_s * 1000)));
+    sampler_.async_wait([this](const boost::system::error_code& ec) {
+      if (!ec && !stopped_) sample_memory();
+    });
+  }
+
+  std::size_t expected(std::size_t session) const { return per_stream_[session % streams_]; }
+  bool all_delivered() const { return distinct_ == expected_total_; }
 
   void finish() {
     if (stopped_) return;
-    node_cpu_after_ = ctx_.node_pid ? cpu_seconds(*ctx_.node_pid) : std::nullopt;
+    // Another process after a restart: its CPU is not the run's.
+    node_cpu_after_ = ctx_.node_pid && !restarted_at_ns_ ? cpu_seconds(*ctx_.node_pid) : std::nullopt;
     own_cpu_after_ = own_cpu_seconds();
     stop();
   }
@@ -159,31 +258,38 @@ class fanout_run final : public event_sink {
     stopped_ = true;
     deadline_.cancel();
     grace_.cancel();
+    sampler_.cancel();
     publishers_.stop();
+    if (later_) later_->stop();
     pool_.close_all();
   }
 
   std::string progress() const {
     return std::to_string(pool_.ready()) + "/" + std::to_string(pool_.size()) + " sessions ready, " +
-           std::to_string(publishers_.acks()) + "/" + std::to_string(events_) + " acked, " +
-           std::to_string(distinct_) + "/" + std::to_string(events_ * checks_.size()) + " delivered";
+           std::to_string(publishers_.acks() + (later_ ? later_->acks() : 0)) + "/" +
+           std::to_string(events_) + " acked, " + std::to_string(distinct_) + "/" +
+           std::to_string(expected_total_) + " delivered";
   }
 
   int report() {
     std::size_t lost = 0, dupes = 0, disorder = 0;
-    for (const auto& c : checks_) {
-      lost += events_ - c.received;
+    for (std::size_t s = 0; s < checks_.size(); ++s) {
+      const auto& c = checks_[s];
+      lost += expected(s) - c.received;
       dupes += c.duplicates;
       disorder += c.out_of_order;
     }
     const double deliver_s = static_cast<double>(last_delivery_ns_ - first_publish_ns_) / 1e9;
-    const std::size_t acks = publishers_.acks();
-    const double publish_s = static_cast<double>(publishers_.last_ack_ns() - first_publish_ns_) / 1e9;
+    const std::size_t acks = publishers_.acks() + (later_ ? later_->acks() : 0);
+    const auto last_ack_ns = later_ ? later_->last_ack_ns() : publishers_.last_ack_ns();
+    const double publish_s = static_cast<double>(last_ack_ns - first_publish_ns_) / 1e9;
     const double open_s = static_cast<double>(opened_ns_ - open_started_ns_) / 1e9;
     const double rate = deliver_s > 0 ? static_cast<double>(deliveries_) / deliver_s : 0;
     const double ack_rate = publish_s > 0 ? static_cast<double>(acks) / publish_s : 0;
-    const auto lat = summarize(latencies_);
-    const auto ack = summarize(publishers_.ack_latencies());
+    const auto lat = latencies_.summary();
+    auto ack_hist = publishers_.ack_latencies();
+    if (later_) ack_hist.merge(later_->ack_latencies());
+    const auto ack = ack_hist.summary();
     const double own_cpu = own_cpu_after_ - own_cpu_before_;
     std::optional<double> node_cpu;
     if (node_cpu_before_ && node_cpu_after_) node_cpu = *node_cpu_after_ - *node_cpu_before_;
@@ -192,11 +298,19 @@ class fanout_run final : public event_sink {
     };
 
     const auto& o = ctx_.opts;
-    std::printf("fanout (%s): %zu sessions x %zu events, %zu-byte payload, %zu publishers\n",
-                target_name(o.peer), o.sessions, o.events, o.payload_bytes, publishers_.count());
+    const char* name = o.kind == scenario::many_streams ? "many-streams"
+                       : o.kind == scenario::resume     ? "resume"
+                       : o.kind == scenario::restart    ? "restart"
+                                                        : "fanout";
+    std::printf("%s (%s): %zu sessions on %zu stream(s), %zu events, %zu-byte payload, %zu publishers", name,
+                target_name(o.peer), o.sessions, streams_, o.events, o.payload_bytes, publishers_.count());
+    if (o.batch > 1) std::printf(", %zu per request", o.batch);
+    if (o.rate > 0) std::printf(", offered %.0f /s", o.rate);
+    std::printf("\n");
     std::printf("  sessions opened   %.3f s\n", open_s);
     std::printf("  deliveries        %zu in %.3f s = %.0f /s\n", deliveries_, deliver_s, rate);
-    std::printf("  latency (ms)      p50 %.3f  p99 %.3f  max %.3f\n", lat.p50_ms, lat.p99_ms, lat.max_ms);
+    std::printf("  latency (ms)      p50 %.3f  p90 %.3f  p99 %.3f  p99.9 %.3f  max %.3f\n", lat.p50_ms,
+                lat.p90_ms, lat.p99_ms, lat.p999_ms, lat.max_ms);
     std::printf("  publish acks      %zu in %.3f s = %.0f /s (ack ms p50 %.3f p99 %.3f)\n", acks, publish_s,
                 ack_rate, ack.p50_ms, ack.p99_ms);
     if (node_cpu) {
@@ -209,7 +323,12 @@ class fanout_run final : public event_sink {
     std::printf("  correctness       lost %zu, duplicates %zu, out of order %zu\n", lost, dupes, disorder);
 
     nlohmann::json j = {
-        {"scenario", "fanout"},
+        {"scenario", name},
+        {"streams", streams_},
+        {"batch", o.batch},
+        {"offered_rate", o.rate > 0 ? nlohmann::json(o.rate) : nlohmann::json()},
+        {"restart_s", restarted_at_ns_ ? nlohmann::json(restart_s_) : nlohmann::json()},
+        {"session_reconnects", pool_.reconnects()},
         {"target", target_name(o.peer)},
         {"sessions", o.sessions},
         {"events", o.events},
@@ -219,11 +338,16 @@ class fanout_run final : public event_sink {
         {"deliveries", deliveries_},
         {"delivery_s", deliver_s},
         {"deliveries_per_s", rate},
-        {"latency_ms", {{"p50", lat.p50_ms}, {"p99", lat.p99_ms}, {"max", lat.max_ms}}},
+        {"latency_ms",
+         {{"p50", lat.p50_ms},
+          {"p90", lat.p90_ms},
+          {"p99", lat.p99_ms},
+          {"p99.9", lat.p999_ms},
+          {"max", lat.max_ms}}},
         {"latency_samples", lat.count},
         {"acks", acks},
         {"acks_per_s", ack_rate},
-        {"ack_latency_ms", {{"p50", ack.p50_ms}, {"p99", ack.p99_ms}}},
+        {"ack_latency_ms", {{"p50", ack.p50_ms}, {"p99", ack.p99_ms}, {"max", ack.max_ms}}},
         {"node_cpu_s", node_cpu ? nlohmann::json(*node_cpu) : nlohmann::json()},
         {"client_cpu_s", own_cpu},
         {"lost", lost},
@@ -231,6 +355,15 @@ class fanout_run final : public event_sink {
         {"out_of_order", disorder},
     };
     std::printf("%s\n", j.dump().c_str());
+    if (!o.report_path.empty()) {
+      try {
+        write_html_report(o.report_path, j, latencies_, series_);
+        std::printf("  report            %s\n", o.report_path.c_str());
+      } catch (const std::exception& e) {
+        std::cerr << "tidings-load: " << e.what() << "\n";
+        return 1;
+      }
+    }
     std::fflush(stdout);
     if (lost || dupes || disorder) {
       std::cerr << "tidings-load: FAILED: " << lost << " lost, " << dupes << " duplicated, " << disorder
@@ -244,9 +377,12 @@ class fanout_run final : public event_sink {
   std::size_t events_;
   std::string pad_;  // before publishers_, which keeps a reference
   session_pool pool_;
+  std::size_t split_;  // events before the drop (all but for resume)
   publisher_group publishers_;
   net::steady_timer deadline_;
   net::steady_timer grace_;
+  net::steady_timer sampler_;  // --report: the node's memory every step
+  run_series series_;
   std::string phase_;
   std::string failure_;
   bool stopped_ = false;
@@ -254,8 +390,16 @@ class fanout_run final : public event_sink {
   std::vector<session_check> checks_;
   std::vector<std::int64_t> publisher_last_;  // [session][publisher]: last index seen
   std::vector<bool> seen_;                    // session-major bitmap of delivered indexes
-  std::size_t sample_stride_ = 1;
-  std::vector<std::int64_t> latencies_;
+  latency_histogram latencies_;
+  std::size_t streams_;
+  std::vector<std::size_t> per_stream_;             // events each stream gets
+  std::size_t expected_total_ = 0;                  // deliveries a lossless run makes
+  std::vector<std::size_t> first_part_per_stream_;  // resume: before the drop
+  std::size_t first_part_total_ = 0;
+  bool awaiting_first_part_ = false;
+  std::int64_t restarted_at_ns_ = 0;        // restart: when the node was killed
+  double restart_s_ = 0;                    // how long it took to listen again
+  std::unique_ptr<publisher_group> later_;  // resume: the events published while away
   bool all_acked_ = false;
   std::size_t deliveries_ = 0;
   std::size_t distinct_ = 0;

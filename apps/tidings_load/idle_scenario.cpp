@@ -73,7 +73,7 @@ int run_idle(scenario_context& ctx) {
   const auto& o = ctx.opts;
   std::function<void()> stop;
   hold_counter counter(o.sessions, o.hold_events, [&] { stop(); });
-  session_pool pool(ctx.ioc, ctx.server, o.peer, subscribe_request(o.peer, ctx.server, o), o.sessions,
+  session_pool pool(ctx.ioc, ctx.server, o.peer, {subscribe_request(o.peer, ctx.server, o)}, o.sessions,
                     o.connect_window, idle_read_size, o.hold_s ? &counter : nullptr);
   // Someone else's stream or an upstream's: its events are not ours to parse.
   if (o.hold_s || !o.uri.empty()) pool.accept_any_payload();

@@ -10,14 +10,26 @@ namespace tidings::load {
 
 const char* const load_usage =
     "usage: tidings-load (--server HOST:PORT [--pid PID] | --tidingsd PATH [--node-arg ARG]...)\n"
-    "                    [--target tidings|nchan] [--scenario fanout|idle] [--sessions N] [--events N]\n"
+    "                    [--target tidings|nchan] [--scenario fanout|many-streams|resume|restart|idle]\n"
+    "                    [--sessions N] [--events N] [--streams C] [--batch B] [--rate R]\n"
     "                    [--payload-bytes N] [--publishers K] [--stream NAME]\n"
     "                    [--connect-window N] [--timeout-s N] [--token JWT]\n"
-    "                    [--uri URI] [--hold-s N [--hold-events N]]\n"
+    "                    [--uri URI] [--hold-s N [--hold-events N]] [--report FILE]\n"
     "\n"
     "fanout (default): N sessions (1000) on one stream, E events (2000) published by K\n"
     "  keep-alive publishers each waiting for its ack; prints deliveries/s,\n"
-    "  publish-to-receive latency p50/p99/max, ack rate and CPU of node and client.\n"
+    "  publish-to-receive latency p50/p90/p99/p99.9/max, ack rate and CPU of node and client.\n"
+    "many-streams: C streams (1000) named NAME-0..NAME-(C-1), N sessions (2 per stream), each\n"
+    "  on one stream; E events (20000) spread over the streams, B consecutive ones per request.\n"
+    "resume: fanout's sessions get the first half of the events, all disconnect, the second\n"
+    "  half is published while they are away, and they reconnect with Last-Event-ID: every\n"
+    "  session must end with every event once, in order (any resync fails the run).\n"
+    "restart (with --tidingsd): fanout, and once a third of the events are acknowledged the\n"
+    "  node is killed (SIGKILL) and started again on its port and data; publishers resend\n"
+    "  unanswered requests with their Idempotency-Key, sessions resume with Last-Event-ID:\n"
+    "  every acknowledged event must reach every session once, in order.\n"
+    "--rate R: offer R events/s in all (each request is due at its time; latency counts from\n"
+    "  then, so a late send is not hidden); without it publishers go as fast as acks return.\n"
     "idle: N sessions (10000) wait after hello; prints the node's RSS per idle session.\n"
     "  --uri URI: the sessions read an upstream resource (uri=) instead of --stream.\n"
     "  --hold-s N: once ready (a line 'ready: N sessions' on stdout), keep them open N s\n"
@@ -25,6 +37,8 @@ const char* const load_usage =
     "  any payload, and check their order; prints min/max events per session.\n"
     "  --hold-events N ends the hold once every session has received N events.\n"
     "--token JWT: a bearer token for every request (a node with tenants).\n"
+    "--report FILE: also write an HTML page with the figures and plots (latency\n"
+    "  distribution, deliveries over time, the node's memory) for the publishing scenarios.\n"
     "--target nchan: the server is nginx with nchan (with --server; --pid is its single\n"
     "  worker): subscribe GET /sub/STREAM (eventsource), publish POST /pub/STREAM.\n"
     "Loopback only. Ends with one JSON line holding every figure.\n";
@@ -45,6 +59,7 @@ std::size_t number(const std::string& flag, const std::string& text, std::size_t
 
 load_options parse_load_options(const std::vector<std::string>& args) {
   load_options out;
+  bool events_given = false;
   for (std::size_t i = 0; i < args.size(); ++i) {
     const std::string& arg = args[i];
     auto value = [&]() -> std::string {
@@ -68,10 +83,16 @@ load_options parse_load_options(const std::vector<std::string>& args) {
       const auto v = value();
       if (v == "fanout") {
         out.kind = scenario::fanout;
+      } else if (v == "many-streams") {
+        out.kind = scenario::many_streams;
+      } else if (v == "resume") {
+        out.kind = scenario::resume;
+      } else if (v == "restart") {
+        out.kind = scenario::restart;
       } else if (v == "idle") {
         out.kind = scenario::idle;
       } else {
-        throw usage_error("--scenario is fanout or idle, got '" + v + "'");
+        throw usage_error("--scenario is fanout, many-streams, resume, restart or idle, got '" + v + "'");
       }
     } else if (arg == "--target") {
       const auto v = value();
@@ -86,6 +107,14 @@ load_options parse_load_options(const std::vector<std::string>& args) {
       out.sessions = number(arg, value(), 1);
     } else if (arg == "--events") {
       out.events = number(arg, value(), 1);
+      events_given = true;
+    } else if (arg == "--streams") {
+      out.streams = number(arg, value(), 1);
+    } else if (arg == "--batch") {
+      out.batch = number(arg, value(), 1);
+      if (out.batch > 1000) throw usage_error("--batch is at most 1000 (a publish's limit)");
+    } else if (arg == "--rate") {
+      out.rate = static_cast<double>(number(arg, value(), 1));
     } else if (arg == "--payload-bytes") {
       out.payload_bytes = number(arg, value(), 0);
     } else if (arg == "--publishers") {
@@ -94,6 +123,8 @@ load_options parse_load_options(const std::vector<std::string>& args) {
       out.connect_window = number(arg, value(), 1);
     } else if (arg == "--stream") {
       out.stream = value();
+    } else if (arg == "--report") {
+      out.report_path = value();
     } else if (arg == "--uri") {
       out.uri = value();
     } else if (arg == "--token") {
@@ -138,7 +169,24 @@ load_options parse_load_options(const std::vector<std::string>& args) {
   const bool token_ok =
       std::all_of(out.token.begin(), out.token.end(), [](unsigned char c) { return c > 32 && c < 127; });
   if (!token_ok) throw usage_error("--token must be printable ASCII without spaces");
-  if (out.sessions == 0) out.sessions = out.kind == scenario::fanout ? 1000 : 10000;
+  const bool many = out.kind == scenario::many_streams;
+  if (out.streams == 0) out.streams = many ? 1000 : 1;
+  if (out.streams > 1 && !many) throw usage_error("--streams goes with --scenario many-streams");
+  if (many && !events_given) out.events = 20000;
+  if (out.sessions == 0) out.sessions = many ? 2 * out.streams : out.kind == scenario::idle ? 10000 : 1000;
+  if ((out.kind == scenario::resume || out.kind == scenario::restart) && out.peer == target::nchan)
+    throw usage_error(
+        "--scenario resume and restart run against tidings (nchan keeps no cursor across a reconnect)");
+  if (out.kind == scenario::restart && out.tidingsd.empty())
+    throw usage_error("--scenario restart needs --tidingsd (it kills and restarts the node it started)");
+  if (out.kind == scenario::resume && out.events < 2)
+    throw usage_error("--scenario resume needs --events >= 2");
+  if (out.peer == target::nchan && out.batch > 1)
+    throw usage_error("--batch needs --target tidings (nchan takes one message per publish)");
+  if (out.kind == scenario::idle && !out.report_path.empty())
+    throw usage_error("--report goes with the publishing scenarios");
+  if (out.kind == scenario::idle && (out.batch > 1 || out.rate > 0))
+    throw usage_error("--batch and --rate go with the publishing scenarios");
   return out;
 }
 

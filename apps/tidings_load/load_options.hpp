@@ -19,7 +19,7 @@ class usage_error : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
-enum class scenario { fanout, idle };
+enum class scenario { fanout, many_streams, resume, restart, idle };
 
 // What is being measured: a Tidings node, or nginx with the nchan module as
 // the peer it is compared with.
@@ -37,13 +37,17 @@ struct load_options {
   std::size_t publishers = 4;
   std::size_t connect_window = 256;  // sessions connecting at once
   std::string stream = "load";
-  std::string uri;      // idle: sessions read this upstream resource (uri=) instead of a stream
-  std::string token;    // sent as a bearer token by every session and publisher
-  unsigned hold_s = 0;  // idle: keep the sessions open this long after they are ready
+  std::size_t streams = 0;      // 0: the scenario's default (fanout 1, many-streams 1000)
+  std::size_t batch = 1;        // events per publish request (a JSON array when > 1)
+  double rate = 0;              // events/s offered in all; 0: as fast as acks come back
+  std::string uri;              // idle: sessions read this upstream resource (uri=) instead of a stream
+  std::string token;            // sent as a bearer token by every session and publisher
+  unsigned hold_s = 0;          // idle: keep the sessions open this long after they are ready
   std::size_t hold_events = 0;  // ...or until every session has received this many events
   unsigned timeout_s = 300;
   std::optional<pid_t> pid;  // the node's pid when not spawning (for RSS and CPU);
                              // for nchan, the single nginx worker's
+  std::string report_path;   // --report FILE: an HTML page with the run's plots
   bool help = false;
 };
 

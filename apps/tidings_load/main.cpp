@@ -58,8 +58,8 @@ int main(int argc, char** argv) {
   int rc = 1;
   {
     boost::asio::io_context ioc(1);
-    scenario_context ctx{ioc, server, pid, opts};
-    rc = opts.kind == scenario::fanout ? run_fanout(ctx) : run_idle(ctx);
+    scenario_context ctx{ioc, server, pid, opts, node.get()};
+    rc = opts.kind == scenario::idle ? run_idle(ctx) : run_fanout(ctx);
   }
 
   if (node) {

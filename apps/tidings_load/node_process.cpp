@@ -21,13 +21,33 @@ constexpr std::size_t tail_lines = 40;
 }  // namespace
 
 node_process::node_process(const std::string& binary, const std::vector<std::string>& extra_args,
-                           std::chrono::milliseconds start_timeout) {
+                           std::chrono::milliseconds start_timeout)
+    : binary_(binary), extra_args_(extra_args) {
   std::string templ = (std::filesystem::temp_directory_path() / "tidings-load-XXXXXX").string();
   if (!mkdtemp(templ.data())) throw std::runtime_error("mkdtemp: " + std::string(std::strerror(errno)));
   data_dir_ = templ;
+  launch("127.0.0.1:0", start_timeout);
+}
 
-  std::vector<std::string> args{binary, "--listen", "127.0.0.1:0", "--data-dir", data_dir_.string()};
-  args.insert(args.end(), extra_args.begin(), extra_args.end());
+void node_process::restart(std::chrono::milliseconds start_timeout) {
+  launch("127.0.0.1:" + std::to_string(port_), start_timeout);
+}
+
+void node_process::kill9() {
+  if (pid_ <= 0) return;
+  kill(pid_, SIGKILL);
+  reap();
+}
+
+void node_process::launch(const std::string& listen, std::chrono::milliseconds start_timeout) {
+  {
+    std::lock_guard lock(mutex_);
+    listening_port_.reset();
+    eof_ = false;
+  }
+  const auto& binary = binary_;
+  std::vector<std::string> args{binary, "--listen", listen, "--data-dir", data_dir_.string()};
+  args.insert(args.end(), extra_args_.begin(), extra_args_.end());
   std::vector<char*> argv;
   for (auto& a : args) argv.push_back(a.data());
   argv.push_back(nullptr);
@@ -114,16 +134,25 @@ void node_process::read_stderr() {
 }
 
 int node_process::stop(std::chrono::milliseconds timeout) {
-  if (pid_ <= 0) return -1;
-  kill(pid_, SIGTERM);
-  {
-    // The pipe reaches EOF when the node exits: no need to poll waitpid.
-    std::unique_lock lock(mutex_);
-    if (!changed_.wait_for(lock, timeout, [this] { return eof_; })) {
-      lock.unlock();
-      kill(pid_, SIGKILL);
+  int status = -1;
+  if (pid_ > 0) {
+    kill(pid_, SIGTERM);
+    {
+      // The pipe reaches EOF when the node exits: no need to poll waitpid.
+      std::unique_lock lock(mutex_);
+      if (!changed_.wait_for(lock, timeout, [this] { return eof_; })) {
+        lock.unlock();
+        kill(pid_, SIGKILL);
+      }
     }
+    status = reap();
   }
+  std::error_code ec;
+  std::filesystem::remove_all(data_dir_, ec);
+  return status;
+}
+
+int node_process::reap() {
   int status = 0;
   while (waitpid(pid_, &status, 0) < 0 && errno == EINTR) {
   }
@@ -131,8 +160,6 @@ int node_process::stop(std::chrono::milliseconds timeout) {
   if (reader_.joinable()) reader_.join();
   if (stderr_fd_ >= 0) close(stderr_fd_);
   stderr_fd_ = -1;
-  std::error_code ec;
-  std::filesystem::remove_all(data_dir_, ec);
   return status;
 }
 

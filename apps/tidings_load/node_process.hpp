@@ -31,6 +31,11 @@ class node_process {
   node_process& operator=(const node_process&) = delete;
 
   pid_t pid() const { return pid_; }
+  // SIGKILL and reap, keeping the data directory (the restart scenario).
+  void kill9();
+  // Starts it again on the same port and data directory; throws like the
+  // constructor.
+  void restart(std::chrono::milliseconds start_timeout);
   std::uint16_t port() const { return port_; }
 
   // SIGTERM, then SIGKILL if it has not exited within `timeout`. Returns the
@@ -39,8 +44,13 @@ class node_process {
   std::string log_tail() const;
 
  private:
+  void launch(const std::string& listen, std::chrono::milliseconds start_timeout);
+  // Waits for the exited (or killed) process and its stderr reader.
+  int reap();
   void read_stderr();
 
+  std::string binary_;
+  std::vector<std::string> extra_args_;
   pid_t pid_ = -1;
   int stderr_fd_ = -1;
   std::uint16_t port_ = 0;

@@ -1,10 +1,15 @@
 #pragma once
 
-// One keep-alive publishing connection: sends an event, waits for its ack,
-// sends the next, so K publishers keep K requests in flight. Raw asio.
+// One keep-alive publishing connection: sends a request (one event or a
+// batch), waits for its ack, sends the next, so K publishers keep K requests
+// in flight. With a rate, each request waits for its due time first. Raw asio.
 
+#include <chrono>
 #include <cstdint>
 #include <string>
+#include <vector>
+
+#include <boost/asio/steady_timer.hpp>
 
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
@@ -14,11 +19,21 @@
 
 namespace tidings::load {
 
+// What one request carries.
+struct publish_batch {
+  std::int64_t first = 0;   // index of its first event
+  std::size_t count = 1;    // consecutive indexes
+  std::size_t stream = 0;   // which of the run's streams
+  std::int64_t due_ns = 0;  // steady time it is due (0: at once)
+};
+
 class publish_source {
  public:
-  // The index of the next event to send; false when all have been handed out.
-  virtual bool next_index(std::int64_t& index) = 0;
-  virtual void on_ack(std::int64_t index, std::int64_t sent_ns, std::int64_t acked_ns) = 0;
+  // The next request to send; false when every event has been handed out.
+  virtual bool next_batch(publish_batch& batch) = 0;
+  // `sent_ns` is the due time when there is one: latency counts from when
+  // the request should have gone, so a late send is not hidden.
+  virtual void on_ack(const publish_batch& batch, std::int64_t sent_ns, std::int64_t acked_ns) = 0;
   virtual void on_publish_failure(const std::string& why) = 0;
 
  protected:
@@ -29,17 +44,26 @@ class publisher {
  public:
   // `number` travels in every payload so receivers can check each
   // publisher's order on its own.
+  // `head_prefixes`: publish_head_prefix of each stream, index by stream.
   publisher(boost::asio::io_context& ioc, const boost::asio::ip::tcp::endpoint& server, target peer,
-            const std::string& stream, const std::string& token, std::size_t number, const std::string& pad,
+            const std::vector<std::string>& head_prefixes, std::size_t number, const std::string& pad,
             publish_source& source);
   publisher(const publisher&) = delete;
   publisher& operator=(const publisher&) = delete;
 
   void start();
   void close();
+  // The restart scenario: every request carries an Idempotency-Key, and a
+  // connection that fails (the node was killed) is made again and the same
+  // request sent until it is acknowledged, for at most `give_up_after`.
+  void retry_until_acked(std::chrono::milliseconds give_up_after) { give_up_after_ = give_up_after; }
 
  private:
+  void connect();
+  void transport_failure(const std::string& why);
   void send_next();
+  void send(std::int64_t sent_ns);
+  void write_request();
   void read_reply();
   void on_read(const boost::system::error_code& ec, std::size_t n);
   void fail(const std::string& why);
@@ -48,14 +72,17 @@ class publisher {
   boost::asio::ip::tcp::endpoint server_;
   target peer_;
   std::size_t number_;
-  std::string head_prefix_;
+  const std::vector<std::string>& head_prefixes_;
+  boost::asio::steady_timer pace_;
   const std::string& pad_;
   publish_source& source_;
   std::string request_;
   std::string reply_;
   char read_buf_[4096];
-  std::int64_t index_ = 0;
+  publish_batch batch_;
   std::int64_t sent_ns_ = 0;
+  std::chrono::milliseconds give_up_after_{0};  // 0: the first failure ends the run
+  std::int64_t failing_since_ns_ = 0;
   bool done_ = false;
 };
 

@@ -10,6 +10,7 @@
 #include <sys/types.h>
 
 #include "apps/tidings_load/load_options.hpp"
+#include "apps/tidings_load/node_process.hpp"
 
 namespace tidings::load {
 
@@ -18,6 +19,7 @@ struct scenario_context {
   boost::asio::ip::tcp::endpoint server;
   std::optional<pid_t> node_pid;  // for RSS and CPU figures; absent: reported as null
   const load_options& opts;
+  node_process* node = nullptr;  // the node tidings-load started, if it did
 };
 
 // Each returns the process exit code (0 pass, 1 failure or timeout) after

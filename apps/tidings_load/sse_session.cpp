@@ -54,13 +54,13 @@ sse_session::sse_session(net::io_context& ioc, const tcp::endpoint& server, cons
 void sse_session::start() {
   socket_.async_connect(server_, [this](const boost::system::error_code& ec) {
     if (done_) return;
-    if (ec) return fail("connect: " + ec.message());
+    if (ec) return fail("connect: " + ec.message(), true);
     boost::system::error_code ignored;
     socket_.set_option(tcp::no_delay(true), ignored);
     net::async_write(socket_, net::buffer(request_),
                      [this](const boost::system::error_code& wec, std::size_t) {
                        if (done_) return;
-                       if (wec) return fail("send request: " + wec.message());
+                       if (wec) return fail("send request: " + wec.message(), true);
                        do_read();
                      });
   });
@@ -72,12 +72,12 @@ void sse_session::close() {
   socket_.close(ignored);
 }
 
-void sse_session::fail(const std::string& why) {
+void sse_session::fail(const std::string& why, bool lost) {
   if (done_) return;
   done_ = true;
   boost::system::error_code ignored;
   socket_.close(ignored);
-  observer_.on_failure(id_, why);
+  observer_.on_failure(id_, why, lost);
 }
 
 void sse_session::do_read() {
@@ -88,8 +88,9 @@ void sse_session::do_read() {
 void sse_session::on_read(const boost::system::error_code& ec, std::size_t n) {
   if (done_) return;
   if (ec) {
-    return fail(ec == net::error::eof ? std::string("connection closed by the server")
-                                      : "read: " + ec.message());
+    return fail(
+        ec == net::error::eof ? std::string("connection closed by the server") : "read: " + ec.message(),
+        true);
   }
   std::string_view bytes(read_buf_.data(), n);
   if (!in_body_) {
@@ -108,6 +109,7 @@ void sse_session::on_read(const boost::system::error_code& ec, std::size_t n) {
   take_body(bytes.data(), bytes.size());
   if (done_) return;
   scan_frames(steady_ns());
+  if (!done_ && ended_) return fail("the server ended the event stream", true);
   if (!done_) do_read();
 }
 
@@ -137,7 +139,9 @@ void sse_session::take_body(const char* data, std::size_t size) {
     case chunked_decoder::status::more:
       break;
     case chunked_decoder::status::done:
-      fail("the server ended the event stream");
+      // The frames before the end (a resync, say) are read first: they
+      // say why it ended.
+      ended_ = true;
       break;
     case chunked_decoder::status::error:
       fail("bad chunked encoding");
@@ -182,7 +186,7 @@ void sse_session::on_frame(std::string_view frame, std::int64_t now_ns) {
       return observer_.on_hello(id_);
     }
     if (event == "heartbeat") return;
-    return fail(std::string(event) + ": " + std::string(data));
+    return fail(std::string(event) + ": " + std::string(data), event == "closing");
   }
   if (data.empty()) {
     // nchan's first frame is a lone comment; it has registered the
@@ -205,6 +209,7 @@ void sse_session::on_frame(std::string_view frame, std::int64_t now_ns) {
             std::from_chars(id.data() + colon + 1, id.data() + id.size(), seq).ec == std::errc() && seq > 0;
     d.seq = static_cast<std::uint64_t>(seq);
   }
+  if (id_ok) last_id_.assign(id);
   if (id_ok && any_payload_) return observer_.on_event(id_, d);
   if (!id_ok || !find_int(data, "\"t\":", d.sent_ns) || !find_int(data, "\"i\":", d.index) ||
       !find_int(data, "\"p\":", d.publisher)) {

@@ -35,8 +35,10 @@ class session_observer {
   // The target has taken the subscription (its first frame arrived).
   virtual void on_hello(std::size_t session) = 0;
   virtual void on_event(std::size_t session, const delivery& d) = 0;
-  // Called at most once; the session is dead afterwards.
-  virtual void on_failure(std::size_t session, const std::string& why) = 0;
+  // Called at most once; the session is dead afterwards. `lost` when the
+  // connection itself went (refused, reset, closed, or the node's
+  // `closing`), not when the node said something wrong.
+  virtual void on_failure(std::size_t session, const std::string& why, bool lost) = 0;
 
  protected:
   ~session_observer() = default;
@@ -53,6 +55,8 @@ class sse_session {
   sse_session& operator=(const sse_session&) = delete;
 
   void start();
+  // The id of the last event received ("" before any): what a resume sends.
+  const std::string& last_id() const { return last_id_; }
   // See session_pool::accept_any_payload.
   void accept_any_payload() { any_payload_ = true; }
   // Closes the socket; the pending read completes aborted and reports nothing.
@@ -65,7 +69,7 @@ class sse_session {
   void take_body(const char* data, std::size_t size);
   void scan_frames(std::int64_t now_ns);
   void on_frame(std::string_view frame, std::int64_t now_ns);
-  void fail(const std::string& why);
+  void fail(const std::string& why, bool lost = false);
 
   boost::asio::ip::tcp::socket socket_;
   boost::asio::ip::tcp::endpoint server_;
@@ -79,6 +83,8 @@ class sse_session {
   bool chunked_ = false;
   bool hello_ = false;
   bool any_payload_ = false;
+  bool ended_ = false;  // the chunked body ended; its last frames still to read
+  std::string last_id_;
   chunked_decoder dechunk_;
   std::string body_;
   bool done_ = false;  // failed or closed: report nothing more
