@@ -12,6 +12,8 @@
 #include <cstdio>
 #include <iostream>
 #include <memory>
+#include <string_view>
+#include <unordered_map>
 
 #include <boost/asio/steady_timer.hpp>
 #include <nlohmann/json.hpp>
@@ -30,6 +32,8 @@ namespace {
 
 namespace net = boost::asio;
 
+// Quiet time after the last expected delivery, for late duplicates.
+constexpr std::chrono::milliseconds settle_quiet{200};
 // restart: how long publishers and sessions keep trying a node that is down.
 constexpr std::chrono::seconds restart_patience{30};
 // After the last ack, how long deliveries may still trickle in before the
@@ -39,8 +43,7 @@ constexpr std::chrono::seconds delivery_grace{10};
 constexpr std::size_t session_read_size = 16384;
 
 struct session_check {
-  std::uint64_t last_seq = 0;  // Tidings only: nchan's ids are not our cursors
-  std::size_t received = 0;    // distinct indexes
+  std::size_t received = 0;  // distinct indexes
   std::size_t duplicates = 0;
   std::size_t out_of_order = 0;
 };
@@ -65,9 +68,11 @@ class fanout_run final : public event_sink {
         grace_(ctx.ioc),
         sampler_(ctx.ioc),
         checks_(ctx.opts.sessions),
-        publisher_last_(ctx.opts.sessions * publishers_.count(), -1),
+        publisher_last_(ctx.opts.sessions * ctx.opts.streams_per_session * ctx.opts.publishers, -1),
         seen_(ctx.opts.sessions * ctx.opts.events, false),
         streams_(std::max<std::size_t>(ctx.opts.streams, 1)),
+        per_session_(ctx.opts.streams_per_session),
+        last_seq_(ctx.opts.sessions * per_session_, 0),
         per_stream_(streams_, 0),
         first_part_per_stream_(streams_, 0) {
     for (std::size_t i = 0; i < events_; ++i) {
@@ -80,9 +85,12 @@ class fanout_run final : public event_sink {
       pool_.reconnect_on_loss(restart_patience);
       publishers_.notify_at(std::max<std::size_t>(events_ / 3, 1), [this] { restart_node(); });
     }
+    for (std::size_t k = 0; k < streams_; ++k) stream_names_.push_back(stream_name(ctx.opts, k));
+    for (std::size_t k = 0; k < streams_; ++k) stream_index_.emplace(stream_names_[k], k);
     for (std::size_t s = 0; s < ctx.opts.sessions; ++s) {
       expected_total_ += expected(s);
-      first_part_total_ += first_part_per_stream_[s % streams_];
+      for (std::size_t j = 0; j < per_session_; ++j)
+        first_part_total_ += first_part_per_stream_[(s + j) % streams_];
     }
   }
 
@@ -116,11 +124,31 @@ class fanout_run final : public event_sink {
 
   void await_deliveries() {
     // The last deliveries can overtake the last ack.
-    if (all_delivered()) return finish();
+    if (all_delivered()) return settle();
     phase_ = "waiting for deliveries";
+    arm_grace(distinct_);
+  }
+
+  // What is missing counts as lost only after `delivery_grace` with no
+  // progress at all: a slow fan-out is not a loss.
+  void arm_grace(std::size_t seen) {
     grace_.expires_after(delivery_grace);
+    grace_.async_wait([this, seen](const boost::system::error_code& ec) {
+      if (ec) return;
+      if (distinct_ > seen) return arm_grace(distinct_);
+      finish();
+    });
+  }
+
+  // Everything arrived and was acknowledged: a short quiet time lets a late
+  // duplicate (say, a retried request the node stored twice) be counted.
+  void settle() {
+    if (settling_) return;
+    settling_ = true;
+    phase_ = "watching for late duplicates";
+    grace_.expires_after(settle_quiet);
     grace_.async_wait([this](const boost::system::error_code& ec) {
-      if (!ec) finish();  // what is missing now counts as lost
+      if (!ec) finish();
     });
   }
 
@@ -135,15 +163,23 @@ class fanout_run final : public event_sink {
     // promises. Each publisher waits for its ack before sending again, so
     // its own events must also arrive in the order of their indexes; that is
     // the only order nchan can be held to.
-    if (ctx_.opts.peer == target::tidings) {
-      if (d.seq <= c.last_seq) ++c.out_of_order;
-      c.last_seq = std::max(c.last_seq, d.seq);
+    // Which of the session's M streams (nchan's events name none: its one).
+    std::size_t k = session % streams_;
+    if (!d.stream.empty()) {
+      const auto it = stream_index_.find(d.stream);
+      k = it == stream_index_.end() ? streams_ : it->second;
     }
-    if (d.index < 0 || static_cast<std::size_t>(d.index) >= events_ || d.publisher < 0 ||
-        static_cast<std::size_t>(d.publisher) >= publishers_.count() ||
-        publishers_.stream_of(d.index) != session % streams_) {  // another stream's event
+    const std::size_t j = (k + streams_ - session % streams_) % streams_;
+    if (k >= streams_ || j >= per_session_ || d.index < 0 || static_cast<std::size_t>(d.index) >= events_ ||
+        d.publisher < 0 || static_cast<std::size_t>(d.publisher) >= ctx_.opts.publishers ||
+        publishers_.stream_of(d.index) != k) {  // not an event of this session's streams
       ++c.out_of_order;
       return;
+    }
+    if (ctx_.opts.peer == target::tidings) {
+      auto& last_seq = last_seq_[session * per_session_ + j];
+      if (d.seq <= last_seq) ++c.out_of_order;
+      last_seq = std::max(last_seq, d.seq);
     }
     auto seen = seen_[session * events_ + static_cast<std::size_t>(d.index)];
     if (seen) {
@@ -151,12 +187,15 @@ class fanout_run final : public event_sink {
       return;
     }
     seen = true;
-    auto& last = publisher_last_[session * publishers_.count() + static_cast<std::size_t>(d.publisher)];
+    // Numbered per group: resume's two groups may differ in size, never
+    // beyond --publishers.
+    auto& last = publisher_last_[(session * per_session_ + j) * ctx_.opts.publishers +
+                                 static_cast<std::size_t>(d.publisher)];
     if (d.index <= last) ++c.out_of_order;
     last = std::max(last, d.index);
     ++c.received;
     ++distinct_;
-    if (all_delivered() && all_acked_) finish();
+    if (all_delivered() && all_acked_) settle();
     if (awaiting_first_part_ && distinct_ == first_part_total_) drop_sessions();
   }
 
@@ -236,7 +275,12 @@ class fanout_run final : public event_sink {
     });
   }
 
-  std::size_t expected(std::size_t session) const { return per_stream_[session % streams_]; }
+  // Events of the session's streams s mod C, ..., s mod C + M - 1 (mod C).
+  std::size_t expected(std::size_t session) const {
+    std::size_t n = 0;
+    for (std::size_t j = 0; j < per_session_; ++j) n += per_stream_[(session + j) % streams_];
+    return n;
+  }
   bool all_delivered() const { return distinct_ == expected_total_; }
 
   void finish() {
@@ -304,6 +348,7 @@ class fanout_run final : public event_sink {
                                                         : "fanout";
     std::printf("%s (%s): %zu sessions on %zu stream(s), %zu events, %zu-byte payload, %zu publishers", name,
                 target_name(o.peer), o.sessions, streams_, o.events, o.payload_bytes, publishers_.count());
+    if (per_session_ > 1) std::printf(", %zu streams per session", per_session_);
     if (o.batch > 1) std::printf(", %zu per request", o.batch);
     if (o.rate > 0) std::printf(", offered %.0f /s", o.rate);
     std::printf("\n");
@@ -325,6 +370,7 @@ class fanout_run final : public event_sink {
     nlohmann::json j = {
         {"scenario", name},
         {"streams", streams_},
+        {"streams_per_session", per_session_},
         {"batch", o.batch},
         {"offered_rate", o.rate > 0 ? nlohmann::json(o.rate) : nlohmann::json()},
         {"restart_s", restarted_at_ns_ ? nlohmann::json(restart_s_) : nlohmann::json()},
@@ -392,11 +438,16 @@ class fanout_run final : public event_sink {
   std::vector<bool> seen_;                    // session-major bitmap of delivered indexes
   latency_histogram latencies_;
   std::size_t streams_;
-  std::vector<std::size_t> per_stream_;             // events each stream gets
-  std::size_t expected_total_ = 0;                  // deliveries a lossless run makes
-  std::vector<std::size_t> first_part_per_stream_;  // resume: before the drop
+  std::size_t per_session_;              // streams each session reads
+  std::vector<std::uint64_t> last_seq_;  // [session][j]: Tidings' cursor order per stream
+  std::vector<std::string> stream_names_;
+  std::unordered_map<std::string_view, std::size_t> stream_index_;  // views into stream_names_
+  std::vector<std::size_t> per_stream_;                             // events each stream gets
+  std::size_t expected_total_ = 0;                                  // deliveries a lossless run makes
+  std::vector<std::size_t> first_part_per_stream_;                  // resume: before the drop
   std::size_t first_part_total_ = 0;
   bool awaiting_first_part_ = false;
+  bool settling_ = false;
   std::int64_t restarted_at_ns_ = 0;        // restart: when the node was killed
   double restart_s_ = 0;                    // how long it took to listen again
   std::unique_ptr<publisher_group> later_;  // resume: the events published while away

@@ -44,7 +44,8 @@ class hold_counter final : public event_sink {
 
   void on_event(std::size_t session, const delivery& d) override {
     if (++events_[session] == target_ && ++reached_ == events_.size()) on_all_reached_();
-    if (d.seq <= last_seq_[session]) ++out_of_order_;
+    // nchan's events carry no cursor of ours (seq 0): nothing to check.
+    if (d.seq != 0 && d.seq <= last_seq_[session]) ++out_of_order_;
     last_seq_[session] = d.seq;
   }
 

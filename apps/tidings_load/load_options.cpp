@@ -12,6 +12,7 @@ const char* const load_usage =
     "usage: tidings-load (--server HOST:PORT [--pid PID] | --tidingsd PATH [--node-arg ARG]...)\n"
     "                    [--target tidings|nchan] [--scenario fanout|many-streams|resume|restart|idle]\n"
     "                    [--sessions N] [--events N] [--streams C] [--batch B] [--rate R]\n"
+    "                    [--streams-per-session M]\n"
     "                    [--payload-bytes N] [--publishers K] [--stream NAME]\n"
     "                    [--connect-window N] [--timeout-s N] [--token JWT]\n"
     "                    [--uri URI] [--hold-s N [--hold-events N]] [--report FILE]\n"
@@ -21,6 +22,7 @@ const char* const load_usage =
     "  publish-to-receive latency p50/p90/p99/p99.9/max, ack rate and CPU of node and client.\n"
     "many-streams: C streams (1000) named NAME-0..NAME-(C-1), N sessions (2 per stream), each\n"
     "  on one stream; E events (20000) spread over the streams, B consecutive ones per request.\n"
+    "  --streams-per-session M: each session reads M consecutive streams on one connection.\n"
     "resume: fanout's sessions get the first half of the events, all disconnect, the second\n"
     "  half is published while they are away, and they reconnect with Last-Event-ID: every\n"
     "  session must end with every event once, in order (any resync fails the run).\n"
@@ -110,6 +112,8 @@ load_options parse_load_options(const std::vector<std::string>& args) {
       events_given = true;
     } else if (arg == "--streams") {
       out.streams = number(arg, value(), 1);
+    } else if (arg == "--streams-per-session") {
+      out.streams_per_session = number(arg, value(), 1);
     } else if (arg == "--batch") {
       out.batch = number(arg, value(), 1);
       if (out.batch > 1000) throw usage_error("--batch is at most 1000 (a publish's limit)");
@@ -172,6 +176,10 @@ load_options parse_load_options(const std::vector<std::string>& args) {
   const bool many = out.kind == scenario::many_streams;
   if (out.streams == 0) out.streams = many ? 1000 : 1;
   if (out.streams > 1 && !many) throw usage_error("--streams goes with --scenario many-streams");
+  if (out.streams_per_session > std::min<std::size_t>(out.streams, 64))
+    throw usage_error("--streams-per-session is at most --streams and 64 (a session's limit)");
+  if (out.streams_per_session > 1 && out.peer == target::nchan)
+    throw usage_error("--streams-per-session needs --target tidings");
   if (many && !events_given) out.events = 20000;
   if (out.sessions == 0) out.sessions = many ? 2 * out.streams : out.kind == scenario::idle ? 10000 : 1000;
   if ((out.kind == scenario::resume || out.kind == scenario::restart) && out.peer == target::nchan)

@@ -37,9 +37,10 @@ struct load_options {
   std::size_t publishers = 4;
   std::size_t connect_window = 256;  // sessions connecting at once
   std::string stream = "load";
-  std::size_t streams = 0;      // 0: the scenario's default (fanout 1, many-streams 1000)
-  std::size_t batch = 1;        // events per publish request (a JSON array when > 1)
-  double rate = 0;              // events/s offered in all; 0: as fast as acks come back
+  std::size_t streams = 0;              // 0: the scenario's default (fanout 1, many-streams 1000)
+  std::size_t batch = 1;                // events per publish request (a JSON array when > 1)
+  std::size_t streams_per_session = 1;  // many-streams: session s reads streams s..s+M-1 (mod C)
+  double rate = 0;                      // events/s offered in all; 0: as fast as acks come back
   std::string uri;              // idle: sessions read this upstream resource (uri=) instead of a stream
   std::string token;            // sent as a bearer token by every session and publisher
   unsigned hold_s = 0;          // idle: keep the sessions open this long after they are ready

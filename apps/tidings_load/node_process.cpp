@@ -64,6 +64,9 @@ void node_process::launch(const std::string& listen, std::chrono::milliseconds s
     dup2(fds[1], STDERR_FILENO);
     const int devnull = open("/dev/null", O_WRONLY);
     if (devnull >= 0) dup2(devnull, STDOUT_FILENO);
+    // asio's sockets are not close-on-exec: a node restarted mid-run must not
+    // inherit the benchmark's sessions.
+    close_range(3, ~0U, 0);
     execv(binary.c_str(), argv.data());
     const std::string msg = "exec " + binary + ": " + std::strerror(errno) + "\n";
     [[maybe_unused]] auto n = write(STDERR_FILENO, msg.data(), msg.size());

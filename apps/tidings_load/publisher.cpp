@@ -37,10 +37,7 @@ void publisher::connect() {
     boost::system::error_code ignored;
     socket_.set_option(tcp::no_delay(true), ignored);
     // After a reconnect, the request whose answer was lost goes again.
-    if (failing_since_ns_) {
-      failing_since_ns_ = 0;
-      return write_request();
-    }
+    if (unacked_) return write_request();
     send_next();
   });
 }
@@ -101,6 +98,7 @@ void publisher::send(std::int64_t sent_ns) {
                                   std::to_string(batch_.first) + "\r\n");
   }
   request_ += std::to_string(body.size()) + "\r\n\r\n" + body;
+  unacked_ = true;
   write_request();
 }
 
@@ -156,6 +154,8 @@ void publisher::on_read(const boost::system::error_code& ec, std::size_t n) {
   }
   const bool closing = head.find("\r\nconnection: close") != std::string::npos;
   reply_.clear();
+  unacked_ = false;
+  failing_since_ns_ = 0;  // the node answers again: a later outage starts its own clock
   source_.on_ack(batch_, sent_ns_, steady_ns());
   if (closing) {
     if (give_up_after_.count() == 0) return fail("the server closed the keep-alive connection");

@@ -82,7 +82,8 @@ class publisher {
   publish_batch batch_;
   std::int64_t sent_ns_ = 0;
   std::chrono::milliseconds give_up_after_{0};  // 0: the first failure ends the run
-  std::int64_t failing_since_ns_ = 0;
+  std::int64_t failing_since_ns_ = 0;           // first failure since the last ack (0: none)
+  bool unacked_ = false;                        // request_ was sent and not answered yet
   bool done_ = false;
 };
 

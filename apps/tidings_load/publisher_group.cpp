@@ -78,7 +78,7 @@ void publisher_group::on_ack(const publish_batch& batch, std::int64_t sent_ns, s
   const auto before = acks_.fetch_add(batch.count, std::memory_order_relaxed);
   const auto now = before + batch.count;
   if (on_notify_ && before < notify_at_ && now >= notify_at_) net::post(*home_, on_notify_);
-  if (now == events_ - first_) report(true, {});
+  if (now >= events_ - first_) report(true, {});
 }
 
 void publisher_group::on_publish_failure(const std::string& why) {

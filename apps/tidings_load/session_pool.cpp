@@ -47,6 +47,8 @@ void session_pool::reopen(std::vector<std::string> requests, std::function<void(
                           std::function<void(const std::string&)> on_failure) {
   for (auto& s : sessions_) retired_.push_back(std::move(s));
   sessions_.clear();
+  // Retired sessions hold their requests by reference.
+  retired_requests_.push_back(std::move(requests_));
   requests_ = std::move(requests);
   closed_ = false;
   hello_seen_.assign(count_, false);

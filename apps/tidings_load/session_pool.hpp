@@ -76,6 +76,7 @@ class session_pool final : public session_observer {
   // Resume requests of reconnected sessions; a deque, so the ones sessions
   // hold by reference never move.
   std::deque<std::string> requests_resumed_;
+  std::vector<std::vector<std::string>> retired_requests_;
   std::vector<bool> hello_seen_;
   std::size_t ready_ = 0;
   bool failed_ = false;

@@ -33,6 +33,35 @@ bool find_int(std::string_view text, std::string_view key, std::int64_t& out) {
   return ec == std::errc() && ptr != text.data() + i;
 }
 
+// The string after `"key":"` up to the next quote (names and cursors have
+// no escapes), or empty.
+std::string_view find_string(std::string_view text, std::string_view key) {
+  const auto at = text.find(key);
+  if (at == std::string_view::npos) return {};
+  const auto start = at + key.size();
+  const auto end = text.find('"', start);
+  return end == std::string_view::npos ? std::string_view{} : text.substr(start, end - start);
+}
+
+// hello's heads, {"streams":{"a":"E:N","b":"E:M"},...}, as the id vector
+// "E:N,E:M" (in connection order, as the node writes them), or empty.
+std::string heads_of_hello(std::string_view data) {
+  const auto open = data.find("\"streams\":{");
+  if (open == std::string_view::npos) return {};
+  const auto close = data.find('}', open);
+  std::string out;
+  for (auto at = data.find("\":\"", open); at != std::string_view::npos && at < close;
+       at = data.find("\":\"", at)) {
+    const auto start = at + 3;
+    const auto end = data.find('"', start);
+    if (end == std::string_view::npos || end > close) break;
+    if (!out.empty()) out += ',';
+    out.append(data.substr(start, end - start));
+    at = end;
+  }
+  return out;
+}
+
 }  // namespace
 
 std::int64_t steady_ns() {
@@ -183,6 +212,8 @@ void sse_session::on_frame(std::string_view frame, std::int64_t now_ns) {
   if (!event.empty()) {
     if (peer_ == target::tidings && event == "hello") {
       hello_ = true;
+      // Where a resume goes before any event arrived: the heads at subscribe.
+      if (last_id_.empty()) last_id_ = heads_of_hello(data);
       return observer_.on_hello(id_);
     }
     if (event == "heartbeat") return;
@@ -203,10 +234,16 @@ void sse_session::on_frame(std::string_view frame, std::int64_t now_ns) {
   d.received_ns = now_ns;
   bool id_ok = !id.empty();
   if (peer_ == target::tidings) {
+    // The event's own stream and cursor: the id holds every stream's
+    // cursor when the session reads several.
+    d.stream = find_string(data, "\"stream\":\"");
+    const auto cursor = find_string(data, "\"cursor\":\"");
+    const auto colon = cursor.rfind(':');
     std::int64_t seq = 0;
-    const auto colon = id.rfind(':');
-    id_ok = colon != std::string_view::npos &&
-            std::from_chars(id.data() + colon + 1, id.data() + id.size(), seq).ec == std::errc() && seq > 0;
+    id_ok =
+        !id.empty() && !d.stream.empty() && colon != std::string_view::npos &&
+        std::from_chars(cursor.data() + colon + 1, cursor.data() + cursor.size(), seq).ec == std::errc() &&
+        seq > 0;
     d.seq = static_cast<std::uint64_t>(seq);
   }
   if (id_ok) last_id_.assign(id);

@@ -42,6 +42,9 @@ std::string subscribe_request(target t, const boost::asio::ip::tcp::endpoint& se
     path = "/v1/sse?uri=" + query_escape(opts.uri);
   } else {
     path = "/v1/sse?stream=" + stream;
+    // Several streams on one connection: k, k+1, ... (mod C).
+    for (std::size_t j = 1; j < opts.streams_per_session; ++j)
+      path += "&stream=" + stream_name(opts, (k + j) % opts.streams);
   }
   // nchan picks its EventSource subscriber by this Accept header.
   return "GET " + path + " HTTP/1.1\r\n" + host_header(server) + auth_header(opts.token) +
