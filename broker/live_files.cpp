@@ -18,17 +18,18 @@ bool matches(std::string_view if_none_match, std::string_view etag) {
 }
 
 http_response file_response(unsigned status, const web::asset& a) {
-  http_response r = json_response(status, nullptr);
-  r.body = status == 200 ? std::string(a.body) : std::string();
-  r.content_type = std::string(a.content_type);
   // Revalidated on every load (a 304 costs one round trip), so a node
   // upgrade reaches every browser at its next page load.
-  r.headers = {{"ETag", std::string(a.etag)},
-               {"Cache-Control", "no-cache"},
-               {"X-Content-Type-Options", "nosniff"},
-               {"Referrer-Policy", "no-referrer"},
-               {"Content-Security-Policy", content_security_policy}};
-  return r;
+  return http_response{status,
+                       status == 200 ? std::string(a.body) : std::string(),
+                       std::string(a.content_type),
+                       {{"ETag", std::string(a.etag)},
+                        {"Cache-Control", "no-cache"},
+                        {"X-Content-Type-Options", "nosniff"},
+                        {"Referrer-Policy", "no-referrer"},
+                        {"Content-Security-Policy", content_security_policy}},
+                       {},
+                       {}};
 }
 
 }  // namespace

@@ -67,10 +67,10 @@ std::string event_type(const json& fields) {
   return core::check_event_type(type) ? std::string(core::default_event_type) : type;
 }
 
-core::event make_event(const source_state& st, json fields, bool source_failed = false) {
-  // Only the source itself may say it failed (that ends every watch on it).
+core::event make_event(const source_state& st, json fields) {
+  // Only the source itself may say it failed (that ends every watch on it):
+  // see source_failed_event.
   fields.erase("source_failed");
-  if (source_failed) fields["source_failed"] = true;
   core::event ev;
   ev.path = event_path(fields);
   ev.type = event_type(fields);
@@ -78,6 +78,18 @@ core::event make_event(const source_state& st, json fields, bool source_failed =
   ev.data_json = fields.dump(-1, ' ', false, json::error_handler_t::replace);
   return ev;
 }
+
+}  // namespace
+
+core::event source_failed_event(const std::string& uri, const std::string& message) {
+  json fields = {{"type", "ERROR"}, {"message", message}, {"source_failed", true}, {"uri", uri}};
+  core::event ev;
+  ev.type = "ERROR";
+  ev.data_json = fields.dump(-1, ' ', false, json::error_handler_t::replace);
+  return ev;
+}
+
+namespace {
 
 persistence::source_snapshot snapshot_of(const source_state& st, const core::resource_tracker& t) {
   persistence::source_snapshot snap;
@@ -142,7 +154,7 @@ void fail(self_ptr self, const std::string& reason) {
   if (st.cfg.metrics) st.cfg.metrics->failed(st.cfg.tenant, st.cfg.uri, message);
   st.watching.reset();
   auto req = std::make_shared<actors::publish_request>();
-  req->events.push_back(make_event(st, {{"type", "ERROR"}, {"message", message}}, true));
+  req->events.push_back(source_failed_event(st.cfg.uri, message));
   caf::actor_addr weak = self->address();
   req->reply = [weak, self, message](const actors::publish_result&) {
     post_back(weak, [self, message] {

@@ -78,4 +78,9 @@ struct source_state {
 
 source_actor::behavior_type source(source_actor::stateful_pointer<source_state> self, source_config cfg);
 
+// The ERROR event ("source_failed": true) that tells a source's subscribers it
+// ended for good: every watch on it fails, SSE sessions see it. Published by
+// a source that gave up, and by the registry when a reload ends one.
+core::event source_failed_event(const std::string& uri, const std::string& message);
+
 }  // namespace tidings::sources

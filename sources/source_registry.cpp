@@ -4,7 +4,6 @@
 #include <future>
 
 #include <boost/asio/post.hpp>
-#include <nlohmann/json.hpp>
 
 #include "logging/log.hpp"
 #include "sources/content_hash.hpp"
@@ -171,13 +170,8 @@ void publish_ended(self_ptr self, const actors::source_info& info, const std::st
   auto& st = self->state;
   logging::error("source.failed", {{"uri", info.uri}, {"error", message}});
   if (st.cfg.metrics) st.cfg.metrics->failed(info.tenant, info.uri, message);
-  nlohmann::json fields = {
-      {"type", "ERROR"}, {"message", message}, {"source_failed", true}, {"uri", info.uri}};
-  core::event ev;
-  ev.type = "ERROR";
-  ev.data_json = fields.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
   auto req = std::make_shared<actors::publish_request>();
-  req->events.push_back(std::move(ev));
+  req->events.push_back(source_failed_event(info.uri, message));
   req->reply = [](const actors::publish_result&) {};
   self->send(st.cfg.hubs->get({info.tenant, info.stream}), actors::publish_atom::value,
              actors::publish_request_ptr(std::move(req)));

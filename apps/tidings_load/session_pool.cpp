@@ -32,10 +32,14 @@ void session_pool::open(std::function<void()> on_ready, std::function<void(const
 void session_pool::start_next() {
   if (sessions_.size() >= count_) return;
   const std::size_t id = sessions_.size();
-  sessions_.push_back(std::make_unique<sse_session>(ioc_, server_, requests_[id % requests_.size()], peer_,
-                                                    *this, id, read_size_));
-  if (any_payload_) sessions_.back()->accept_any_payload();
-  sessions_.back()->start();
+  sessions_.push_back(launch(id, requests_[id % requests_.size()]));
+}
+
+std::unique_ptr<sse_session> session_pool::launch(std::size_t session, const std::string& request) {
+  auto s = std::make_unique<sse_session>(ioc_, server_, request, peer_, *this, session, read_size_);
+  if (any_payload_) s->accept_any_payload();
+  s->start();
+  return s;
 }
 
 void session_pool::close_all() {
@@ -83,11 +87,8 @@ void session_pool::reconnect(std::size_t session) {
     retired_.push_back(std::move(slot));
     requests_resumed_.push_back(
         with_last_event_id(requests_[session % requests_.size()], last_ids_[session]));
-    slot = std::make_unique<sse_session>(ioc_, server_, requests_resumed_.back(), peer_, *this, session,
-                                         read_size_);
-    if (any_payload_) slot->accept_any_payload();
     ++reconnects_;
-    slot->start();
+    slot = launch(session, requests_resumed_.back());
   });
 }
 

@@ -60,6 +60,8 @@ class session_pool final : public session_observer {
  private:
   void start_next();
   void reconnect(std::size_t session);
+  // A started session sending `request` (held by reference: it must outlive it).
+  std::unique_ptr<sse_session> launch(std::size_t session, const std::string& request);
 
   boost::asio::io_context& ioc_;
   boost::asio::ip::tcp::endpoint server_;

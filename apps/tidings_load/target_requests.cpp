@@ -1,7 +1,8 @@
 #include "apps/tidings_load/target_requests.hpp"
 
 #include <algorithm>
-#include <cctype>
+
+#include "client/http_client.hpp"
 
 namespace tidings::load {
 
@@ -15,21 +16,6 @@ std::string auth_header(const std::string& token) {
   return token.empty() ? std::string() : "Authorization: Bearer " + token + "\r\n";
 }
 
-std::string query_escape(const std::string& text) {
-  static const char* hex = "0123456789ABCDEF";
-  std::string out;
-  for (unsigned char c : text) {
-    if (std::isalnum(c) || c == '-' || c == '_' || c == '.' || c == '~' || c == '/' || c == ':') {
-      out += static_cast<char>(c);
-    } else {
-      out += '%';
-      out += hex[c >> 4];
-      out += hex[c & 15];
-    }
-  }
-  return out;
-}
-
 }  // namespace
 
 std::string subscribe_request(target t, const boost::asio::ip::tcp::endpoint& server,
@@ -39,7 +25,7 @@ std::string subscribe_request(target t, const boost::asio::ip::tcp::endpoint& se
   if (t == target::nchan) {
     path = "/sub/" + stream;
   } else if (!opts.uri.empty()) {
-    path = "/v1/sse?uri=" + query_escape(opts.uri);
+    path = "/v1/sse?uri=" + client::url_encode(opts.uri);
   } else {
     path = "/v1/sse?stream=" + stream;
     // Several streams on one connection: k, k+1, ... (mod C).

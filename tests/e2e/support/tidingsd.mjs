@@ -32,7 +32,9 @@ export class Tidingsd {
 
   #take(line) {
     this.lines.push(line);
-    this.#waiters = this.#waiters.filter((w) => !(line.includes(w.needle) && (w.resolve(line), true)));
+    const met = this.#waiters.filter((w) => line.includes(w.needle));
+    this.#waiters = this.#waiters.filter((w) => !met.includes(w));
+    for (const w of met) w.resolve(line);
   }
 
   // Resolves with the first stderr line (already seen or coming) containing `needle`.
