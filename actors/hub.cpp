@@ -3,6 +3,7 @@
 #include <chrono>
 #include <random>
 
+#include "actors/hub_registry.hpp"
 #include "logging/log.hpp"
 
 namespace tidings::actors {
@@ -88,6 +89,8 @@ void on_publish(self_ptr self, const publish_request_ptr& req) {
   auto unavailable = [&](std::string why) {
     req->reply(publish_result{publish_outcome::unavailable, {}, std::move(why)});
   };
+  if (st.moved) return caf::anon_send(st.cfg.registry->get(st.cfg.stream), publish_atom::value, req);
+  if (st.awaiting) return st.held_publishes.push_back(req);
   if (st.failed) return unavailable("the stream's storage failed; see the node log");
 
   const auto& key = req->idempotency_key;
@@ -197,6 +200,10 @@ void on_committed(self_ptr self, std::uint64_t token, const std::string& error) 
     for (auto& [raw, sink] : st.sinks) sink.first->deliver(shared);
   }
   trim_ring(st);
+  if (st.pending.empty()) {
+    for (auto& rp : st.quiesce_waiters) rp.deliver(true);
+    st.quiesce_waiters.clear();
+  }
   if (st.cfg.retention.max_age_ms > 0 && !st.trim_scheduled) {
     st.trim_scheduled = true;
     self->send(self, trim_atom::value);
@@ -236,18 +243,24 @@ bool collect(hub_state& st, std::uint64_t after_seq, std::size_t max, std::size_
 
 void on_fetch(self_ptr self, const fetch_request_ptr& req) {
   auto& st = self->state;
+  if (st.moved) return caf::anon_send(st.cfg.registry->get(st.cfg.stream), fetch_atom::value, req);
+  if (st.awaiting) return st.held_fetches.push_back(req);
   fetch_reply r;
   r.subscription = req->subscription;
   r.epoch = st.meta ? st.meta->epoch : 0;
   r.head = head_cursor(st);
   auto send = [&](fetch_status status, std::string reason = {}) {
     r.status = status;
+    // After a failover the old epoch's cursors are gone with their owner.
+    if (st.cfg.taken_over && (reason == "unknown_stream" || reason == "epoch_changed"))
+      reason = "owner_changed";
     r.reason = std::move(reason);
     if (status == fetch_status::caught_up && !req->probe) {
       auto& slot = st.sinks[req->sink.get()];
       slot.first = req->sink;
       ++slot.second;
       r.registered = true;
+      r.registered_at = self->address();
     }
     req->sink->fetched(st.cfg.stream, std::move(r));
   };
@@ -290,12 +303,109 @@ void on_unsub(self_ptr self, const fanout_sink_ptr& sink) {
   if (--it->second.second == 0) sinks.erase(it);
 }
 
+// The registry now routes this stream elsewhere. Writes in flight still
+// complete and answer their publishers; what arrives later is forwarded, so
+// a session or publisher holding this handle a moment too long is not lost.
+// A second `moved` (sent to itself a minute later) ends the actor.
+// What waited for a handoff runs now, in the order it came.
+void release_held(self_ptr self) {
+  auto& st = self->state;
+  st.awaiting = false;
+  auto publishes = std::move(st.held_publishes);
+  auto fetches = std::move(st.held_fetches);
+  for (auto& p : publishes) on_publish(self, p);
+  for (auto& f : fetches) on_fetch(self, f);
+  for (auto& rp : st.quiesce_waiters) rp.deliver(true);
+  st.quiesce_waiters.clear();
+}
+
+// The log another node held for this stream (cluster): stored under a new
+// id of ours, replacing whatever older copy this node had, in one commit
+// order. Until it is durable nothing is served.
+void on_adopt(self_ptr self, const stream_handoff_ptr& handoff) {
+  auto& st = self->state;
+  if (!st.awaiting || st.adopting) return;
+  if (!handoff) return release_held(self);
+  std::uint64_t id = 0;
+  if (auto s = st.cfg.store->allocate_stream_id(&id); !s.ok()) {
+    logging::error("hub.adopt_failed", {{"stream", st.cfg.stream.name}, {"error", s.message()}});
+    st.failed = true;
+    return release_held(self);
+  }
+  if (st.meta) {
+    persistence::write_set old;
+    old.stream_id = st.meta->id;
+    old.trim_before = st.meta->head_seq + 1;
+    st.cfg.committer->submit(std::move(old), [](const persistence::status&) {});
+  }
+  auto m = handoff->meta;
+  m.tenant = st.cfg.stream.tenant;
+  m.name = st.cfg.stream.name;
+  m.id = id;
+  persistence::write_set ws;
+  ws.meta = m;
+  ws.stream_id = id;
+  ws.events = handoff->events;
+  st.adopting = m;
+  st.adopted_callback = handoff->committed;
+  hub_actor handle = self;
+  st.cfg.committer->submit(std::move(ws), [handle](const persistence::status& s) {
+    caf::anon_send(handle, adopted_atom::value, s.message());
+  });
+}
+
+void on_adopted(self_ptr self, const std::string& error) {
+  auto& st = self->state;
+  if (!error.empty()) {
+    logging::error("hub.adopt_failed", {{"stream", st.cfg.stream.name}, {"error", error}});
+    st.failed = true;
+    return release_held(self);
+  }
+  auto m = *st.adopting;
+  st.adopting.reset();
+  st.meta = m;
+  st.committed_head = m.head_seq;
+  st.committed_first = m.first_seq;
+  st.cfg.taken_over = false;  // the cursors of this epoch are good here
+  if (st.cfg.on_created) {
+    st.cfg.on_created();
+    st.cfg.on_created = nullptr;
+  }
+  logging::info("stream.adopted", {{"stream", m.name},
+                                   {"epoch", core::format_epoch(m.epoch)},
+                                   {"head", m.head_seq},
+                                   {"events", m.head_seq + 1 - m.first_seq}});
+  if (st.adopted_callback) st.adopted_callback();
+  st.adopted_callback = nullptr;
+  release_held(self);
+  if (st.cfg.retention.max_age_ms > 0 && !st.trim_scheduled) {
+    st.trim_scheduled = true;
+    self->send(self, trim_atom::value);
+  }
+}
+
+void on_moved(self_ptr self) {
+  auto& st = self->state;
+  if (st.moved) {
+    if (st.pending.empty() && !st.adopting) return self->quit();
+    self->delayed_send(self, std::chrono::seconds(1), moved_atom::value);
+    return;
+  }
+  st.moved = true;
+  logging::debug("stream.moved", {{"stream", st.cfg.stream.name}});
+  for (auto& [raw, sink] : st.sinks) sink.first->moved(st.cfg.stream, self->address());
+  st.sinks.clear();
+  // Moved on before its handoff came: what waited goes to the new route.
+  if (st.awaiting && !st.adopting) release_held(self);
+  self->delayed_send(self, std::chrono::seconds(60), moved_atom::value);
+}
+
 // Age retention runs as a timer after events, never as a periodic scan.
 void on_trim(self_ptr self) {
   auto& st = self->state;
   st.trim_scheduled = false;
   auto max_age = st.cfg.retention.max_age_ms;
-  if (!st.meta || max_age <= 0 || st.failed) return;
+  if (!st.meta || max_age <= 0 || st.failed || st.moved) return;
   auto cutoff = now_ms() - max_age;
   auto first = st.meta->first_seq;
   std::optional<std::int64_t> oldest_kept;
@@ -342,6 +452,7 @@ hub_actor::behavior_type hub(hub_actor::stateful_pointer<hub_state> self, hub_co
     logging::error("hub.load_failed", {{"stream", st.cfg.stream.name}, {"error", s.message()}});
     st.failed = true;
   }
+  st.awaiting = st.cfg.await_handoff;
   if (meta) {
     st.meta = meta;
     st.committed_head = meta->head_seq;
@@ -359,6 +470,16 @@ hub_actor::behavior_type hub(hub_actor::stateful_pointer<hub_state> self, hub_co
         on_committed(self, token, error);
       },
       [self](trim_atom) { on_trim(self); },
+      [self](moved_atom) { on_moved(self); },
+      [self](adopt_atom, const stream_handoff_ptr& h) { on_adopt(self, h); },
+      [self](adopted_atom, const std::string& error) { on_adopted(self, error); },
+      [self](quiesce_atom) -> caf::result<bool> {
+        auto& st = self->state;
+        if (st.pending.empty() && !st.awaiting) return true;
+        auto rp = self->make_response_promise<bool>();
+        st.quiesce_waiters.push_back(rp);
+        return rp;
+      },
   };
 }
 

@@ -30,6 +30,8 @@
 
 namespace tidings::actors {
 
+class hub_registry;
+
 struct hub_config {
   stream_key stream;
   persistence::store* store = nullptr;
@@ -40,6 +42,13 @@ struct hub_config {
   // Called once, on the hub's thread, when its first publish creates the stream.
   std::function<void()> on_created;
   probe* metrics = nullptr;  // null: not measured (tests)
+  // Where work goes once the stream has moved to another owner (cluster).
+  hub_registry* registry = nullptr;
+  // This node took the stream over from a member that was lost: a cursor of
+  // an epoch it does not have is answered `owner_changed`.
+  bool taken_over = false;
+  // Cluster: hold publishes and fetches until adopt_atom (see hub_actor).
+  bool await_handoff = false;
 };
 
 struct hub_state {
@@ -75,6 +84,14 @@ struct hub_state {
   std::unordered_map<fanout_sink*, std::pair<fanout_sink_ptr, std::size_t>> sinks;
 
   bool failed = false;  // a write failed: refuse further publishes
+  bool moved = false;   // owned elsewhere now: forward, never serve
+  // Waiting for a handoff (or writing one): requests wait here, in order.
+  bool awaiting = false;
+  std::vector<publish_request_ptr> held_publishes;
+  std::vector<fetch_request_ptr> held_fetches;
+  std::vector<caf::typed_response_promise<bool>> quiesce_waiters;
+  std::function<void()> adopted_callback;
+  std::optional<persistence::stream_meta> adopting;
   bool trim_scheduled = false;
 
   // The ring's memory leaves the node-wide gauge with the hub.

@@ -13,6 +13,10 @@ using fetch_atom = caf::atom_constant<caf::atom("fetch")>;
 using unsub_atom = caf::atom_constant<caf::atom("unsub")>;
 using committed_atom = caf::atom_constant<caf::atom("committed")>;
 using trim_atom = caf::atom_constant<caf::atom("trim")>;
+using moved_atom = caf::atom_constant<caf::atom("moved")>;
+using adopt_atom = caf::atom_constant<caf::atom("adopt")>;
+using adopted_atom = caf::atom_constant<caf::atom("adopted")>;
+using quiesce_atom = caf::atom_constant<caf::atom("quiesce")>;
 
 using hub_actor = caf::typed_actor<
     // Assign seqs, persist through the group committer, reply when durable.
@@ -24,10 +28,23 @@ using hub_actor = caf::typed_actor<
     // The group committer finished write number `token` (error text if it failed).
     caf::reacts_to<committed_atom, std::uint64_t, std::string>,
     // Age retention: drop events older than the stream's max age.
-    caf::reacts_to<trim_atom>>;
+    caf::reacts_to<trim_atom>,
+    // The stream's owner changed (cluster): tell the sinks, hand later
+    // publishes and fetches to the registry's new hub or relay, then stop.
+    caf::reacts_to<moved_atom>,
+    // Cluster: what the stream's previous holder handed over (null: nothing;
+    // the hub goes on with its own store). A hub spawned with
+    // await_handoff holds publishes and fetches until this arrives.
+    caf::reacts_to<adopt_atom, stream_handoff_ptr>,
+    // The handed-over log is durable here (error text if not).
+    caf::reacts_to<adopted_atom, std::string>,
+    // Answers once no write is in flight (a moved hub, before its log is
+    // handed over).
+    caf::replies_to<quiesce_atom>::with<bool>>;
 
 }  // namespace tidings::actors
 
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(tidings::actors::publish_request_ptr)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(tidings::actors::fetch_request_ptr)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(tidings::actors::fanout_sink_ptr)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(tidings::actors::stream_handoff_ptr)

@@ -6,21 +6,91 @@ hub_registry::hub_registry(caf::actor_system& sys, persistence::store& store,
                            persistence::group_committer& committer, hub_defaults defaults)
     : sys_(sys), store_(store), committer_(committer), defaults_(defaults) {}
 
+// A watch's notices commit together with the watch's progress, which only
+// the node running the watch has: its stream stays with it (ADR 0015). A
+// source's stream does not: the source itself runs on its stream's owner.
+bool hub_registry::pinned_locked(const stream_key& key) const {
+  return key.name.starts_with("watch:") || pins_.contains(key);
+}
+
+bool hub_registry::pinned(const stream_key& key) const {
+  std::lock_guard lock(mutex_);
+  return pinned_locked(key);
+}
+
+void hub_registry::pin(const stream_key& key) {
+  std::lock_guard lock(mutex_);
+  ++pins_[key];
+  if (auto it = hubs_.find(key); it != hubs_.end() && !it->second.owner.empty()) drop_locked(it);
+}
+
+void hub_registry::unpin(const stream_key& key) {
+  std::lock_guard lock(mutex_);
+  auto p = pins_.find(key);
+  if (p == pins_.end()) return;
+  if (--p->second > 0) return;
+  pins_.erase(p);
+  auto* r = router();
+  if (auto it = hubs_.find(key); r && it != hubs_.end() && it->second.owner != r->owner(key)) drop_locked(it);
+}
+
 hub_actor hub_registry::get(const stream_key& key) {
   std::lock_guard lock(mutex_);
+  return get_locked(key);
+}
+
+hub_actor hub_registry::get_locked(const stream_key& key) {
+  auto owner = router() && !pinned_locked(key) ? router()->owner(key) : std::string{};
   auto it = hubs_.find(key);
-  if (it != hubs_.end()) return it->second;
+  if (it != hubs_.end()) {
+    if (it->second.owner == owner) return it->second.actor;
+    // Moved since the last reroute() (which is on its way): same as it does.
+    drop_locked(it);
+  }
+  if (!owner.empty()) {
+    auto relay = router()->spawn_relay(key, owner);
+    hubs_.emplace(key, entry{relay, owner, nullptr});
+    return relay;
+  }
   return spawn_locked(key, false);
 }
 
 bool hub_registry::admit_subscriber(const stream_key& key) {
   std::lock_guard lock(mutex_);
   if (hubs_.contains(key)) return true;
+  if (auto* r = router(); r && !pinned_locked(key) && !r->owner(key).empty()) {
+    get_locked(key);  // a relay: the owner decides what the stream is
+    return true;
+  }
   std::optional<persistence::stream_meta> meta;
   if (auto s = store_.get_stream(key.tenant, key.name, &meta); !s.ok()) return false;
   if (!meta && unknown_ >= defaults_.max_unknown_streams) return false;
   spawn_locked(key, !meta);
   return true;
+}
+
+void hub_registry::reroute() {
+  auto* r = router();
+  if (!r) return;
+  std::lock_guard lock(mutex_);
+  for (auto it = hubs_.begin(); it != hubs_.end();) {
+    auto owner = pinned_locked(it->first) ? std::string{} : r->owner(it->first);
+    if (owner == it->second.owner) {
+      ++it;
+      continue;
+    }
+    drop_locked(it++);
+  }
+}
+
+void hub_registry::drop_locked(std::map<stream_key, entry>::iterator it) {
+  caf::anon_send(it->second.actor, moved_atom::value);
+  if (retired_.size() >= 1024)
+    std::erase_if(retired_, [](const caf::actor_addr& a) { return !caf::actor_cast<caf::actor>(a); });
+  retired_.push_back(it->second.actor.address());
+  if (it->second.owner.empty()) moved_[it->first] = it->second.actor;
+  if (it->second.unknown && it->second.unknown->exchange(false)) --unknown_;
+  hubs_.erase(it);
 }
 
 hub_actor hub_registry::spawn_locked(const stream_key& key, bool unknown) {
@@ -32,24 +102,69 @@ hub_actor hub_registry::spawn_locked(const stream_key& key, bool unknown) {
   cfg.ring_events = defaults_.ring_events;
   cfg.ring_bytes = defaults_.ring_bytes;
   cfg.metrics = defaults_.metrics;
+  cfg.registry = this;
+  auto* r = router();
+  cfg.taken_over = r && !pinned_locked(key) && r->taken_over(key);
+  cfg.await_handoff = r && !pinned_locked(key);
+  std::shared_ptr<std::atomic<bool>> counted;
   if (unknown) {
     ++unknown_;
-    cfg.on_created = [this] {
+    counted = std::make_shared<std::atomic<bool>>(true);
+    cfg.on_created = [this, counted] {
       std::lock_guard lock(mutex_);
-      --unknown_;
+      if (counted->exchange(false)) --unknown_;
     };
   }
   // Spawning under the lock is cheap (no I/O until the actor runs) and keeps
   // two threads from creating two hubs for one stream.
+  bool pull = cfg.await_handoff;
   auto h = sys_.spawn(hub, std::move(cfg));
-  hubs_.emplace(key, h);
+  hubs_.emplace(key, entry{h, {}, std::move(counted)});
+  moved_.erase(key);
+  if (pull) r->pull(key, h);
   return h;
 }
 
 std::vector<hub_actor> hub_registry::all() const {
   std::lock_guard lock(mutex_);
   std::vector<hub_actor> out;
-  for (auto& [k, h] : hubs_) out.push_back(h);
+  for (auto& [k, e] : hubs_) out.push_back(e.actor);
+  for (auto& a : retired_)
+    if (auto h = caf::actor_cast<hub_actor>(a)) out.push_back(h);
+  return out;
+}
+
+std::size_t hub_registry::hub_count() const {
+  std::lock_guard lock(mutex_);
+  std::size_t n = 0;
+  for (auto& [k, e] : hubs_) n += e.owner.empty();
+  return n;
+}
+
+std::size_t hub_registry::relay_count() const {
+  std::lock_guard lock(mutex_);
+  std::size_t n = 0;
+  for (auto& [k, e] : hubs_) n += !e.owner.empty();
+  return n;
+}
+
+std::optional<hub_actor> hub_registry::moved_hub(const stream_key& key) const {
+  std::lock_guard lock(mutex_);
+  auto it = moved_.find(key);
+  if (it == moved_.end()) return std::nullopt;
+  return it->second;
+}
+
+void hub_registry::forget_moved(const stream_key& key) {
+  std::lock_guard lock(mutex_);
+  moved_.erase(key);
+}
+
+std::vector<std::pair<stream_key, hub_actor>> hub_registry::owned_hubs() const {
+  std::lock_guard lock(mutex_);
+  std::vector<std::pair<stream_key, hub_actor>> out;
+  for (auto& [k, e] : hubs_)
+    if (e.owner.empty()) out.emplace_back(k, e.actor);
   return out;
 }
 

@@ -1,12 +1,16 @@
 #pragma once
 
-// Finds or spawns the hub of a stream. Thread-safe: I/O threads call it.
+// Finds or spawns the hub of a stream, or in a cluster the relay of a stream
+// another node owns. Thread-safe: I/O threads call it.
 
+#include <atomic>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <vector>
 
 #include "actors/hub.hpp"
+#include "actors/hub_router.hpp"
 
 namespace tidings::actors {
 
@@ -26,8 +30,26 @@ class hub_registry {
                hub_defaults defaults);
 
   // The stream's hub, spawned on first use (for a publish or a subscriber;
-  // the stream itself is created by its first publish).
+  // the stream itself is created by its first publish). In a cluster, for a
+  // stream owned elsewhere, its relay.
   hub_actor get(const stream_key& key);
+
+  // Set once, before any get(), when the node is part of a cluster.
+  void set_router(hub_router* router) { router_.store(router); }
+  hub_router* router() const { return router_.load(); }
+  // Membership changed: every hub or relay whose owner is no longer right is
+  // told `moved` and dropped; the next get() spawns the right one.
+  void reroute();
+  // Streams this node owns (hubs) and relays, for the admin views.
+  std::size_t hub_count() const;
+  std::size_t relay_count() const;
+  // The local hubs of streams this node owns (a relay node's hubs for
+  // streams it relays are not among them).
+  std::vector<std::pair<stream_key, hub_actor>> owned_hubs() const;
+  // The hub this node had for `key` before the stream moved elsewhere (to
+  // wait for its last writes before handing the log over); nullopt if none.
+  std::optional<hub_actor> moved_hub(const stream_key& key) const;
+  void forget_moved(const stream_key& key);
 
   // For a subscriber: makes sure the stream's hub exists. False when the
   // stream does not exist yet and max_unknown_streams such hubs are held.
@@ -36,7 +58,16 @@ class hub_registry {
   // The node's hub and watch metrics (null: not measured).
   probe* metrics() const { return defaults_.metrics; }
 
-  // Every hub spawned so far (for shutdown).
+  // A stream that stays on this node whatever placement says: a watch's
+  // (its notices commit together with this node's watch records), and a
+  // source's while the source runs here (its reads commit together with
+  // its snapshot here; ADR 0015).
+  bool pinned(const stream_key& key) const;
+  void pin(const stream_key& key);
+  void unpin(const stream_key& key);
+
+  // Every hub and relay still running (for shutdown), moved ones included:
+  // they linger a minute to forward late requests.
   std::vector<hub_actor> all() const;
 
  private:
@@ -44,11 +75,27 @@ class hub_registry {
   persistence::store& store_;
   persistence::group_committer& committer_;
   hub_defaults defaults_;
+  struct entry {
+    hub_actor actor;
+    std::string owner;  // "": this node's own hub; else the relay's owner
+    // Set while the hub's stream does not exist yet (counted in unknown_);
+    // whoever clears it first (creation or a move) uncounts it.
+    std::shared_ptr<std::atomic<bool>> unknown;
+  };
+  void drop_locked(std::map<stream_key, entry>::iterator it);
   hub_actor spawn_locked(const stream_key& key, bool unknown);
+  // The right actor for `key` now (a relay or the hub), under the lock.
+  hub_actor get_locked(const stream_key& key);
 
+  // Set while the node starts; read from any thread.
+  std::atomic<hub_router*> router_{nullptr};
   mutable std::mutex mutex_;
   std::size_t unknown_ = 0;  // hubs whose stream does not exist yet
-  std::map<stream_key, hub_actor> hubs_;
+  std::map<stream_key, entry> hubs_;
+  std::map<stream_key, hub_actor> moved_;
+  std::map<stream_key, std::size_t> pins_;
+  std::vector<caf::actor_addr> retired_;  // moved hubs and relays, maybe still running
+  bool pinned_locked(const stream_key& key) const;
 };
 
 }  // namespace tidings::actors

@@ -11,10 +11,13 @@
 #include <string>
 #include <vector>
 
+#include <caf/actor_addr.hpp>
+
 #include "actors/stream_key.hpp"
 #include "core/cursor.hpp"
 #include "core/event.hpp"
 #include "core/sse_frame.hpp"
+#include "persistence/store.hpp"
 #include "persistence/watch_records.hpp"
 
 namespace tidings::actors {
@@ -57,6 +60,19 @@ struct publish_request {
 };
 using publish_request_ptr = std::shared_ptr<publish_request>;
 
+// --- handoff (cluster) ------------------------------------------------------
+
+// A stream's retained log as its previous holder handed it over: the new
+// owner stores it under an id of its own and continues the same epoch.
+struct stream_handoff {
+  persistence::stream_meta meta;  // id is the receiver's to choose
+  std::vector<persistence::stored_event> events;
+  // Called once the receiver has made it durable (the holder may then
+  // delete its copy).
+  std::function<void()> committed;
+};
+using stream_handoff_ptr = std::shared_ptr<const stream_handoff>;
+
 // --- reading and subscribing -------------------------------------------------
 
 enum class fetch_status {
@@ -73,6 +89,9 @@ struct fetch_reply {
   std::vector<frame_ptr> frames;  // in seq order, all > the requested cursor
   std::string reason;             // for resync: cursor_too_old, epoch_changed, ...
   bool registered = false;        // the sink now receives this stream's batches
+  // Who registered it (a relay, or a hub that took over a forwarded fetch):
+  // where the subscriber's unsubscribe must go.
+  caf::actor_addr registered_at;
 };
 
 // Where a hub sends what a subscriber asked for: one per I/O thread. Calls
@@ -82,6 +101,9 @@ class fanout_sink {
   virtual ~fanout_sink() = default;
   virtual void deliver(frame_batch_ptr batch) = 0;
   virtual void fetched(stream_key stream, fetch_reply reply) = 0;
+  // The stream's owner changed (cluster): `from` registered this sink and no
+  // longer delivers. Its subscribers fetch again from their cursors.
+  virtual void moved(stream_key stream, caf::actor_addr from) = 0;
 };
 using fanout_sink_ptr = std::shared_ptr<fanout_sink>;
 

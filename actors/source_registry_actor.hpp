@@ -77,6 +77,9 @@ struct source_subscribe_reply {
 struct source_subscribe_request {
   std::string tenant;
   std::string uri;
+  // Asked by another cluster member that placed the source here: run it
+  // here whatever this node's (maybe older) view of placement says.
+  bool here = false;
   // Called once, on the registry's thread.
   std::function<void(source_subscribe_reply)> reply;
 };

@@ -20,6 +20,10 @@ void watch_feed::fetched(stream_key, fetch_reply reply) {
                  fetch_reply_ptr(std::make_shared<fetch_reply>(std::move(reply))));
 }
 
+void watch_feed::moved(stream_key, caf::actor_addr) {
+  if (!overflowed_.exchange(true)) caf::anon_send(owner_, overflow_atom::value, generation_);
+}
+
 void watch_feed::consumed(std::size_t frames) {
   queued_.fetch_sub(frames, std::memory_order_relaxed);
 }

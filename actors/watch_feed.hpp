@@ -21,6 +21,8 @@ class watch_feed final : public fanout_sink {
 
   void deliver(frame_batch_ptr batch) override;
   void fetched(stream_key stream, fetch_reply reply) override;
+  // Like an overflow: the filter catches up from its cursor with a new feed.
+  void moved(stream_key stream, caf::actor_addr from) override;
 
   // The filter processed `frames` delivered frames.
   void consumed(std::size_t frames);

@@ -269,6 +269,8 @@ void subscribe(self_ptr self) {
   auto& st = self->state;
   if (st.feed) caf::anon_send(st.hub, unsub_atom::value, fanout_sink_ptr(st.feed));
   st.live = false;
+  // Again from the registry: after a move (cluster) the hub is another one.
+  st.hub = st.cfg.hubs->get({st.cfg.spec.id.tenant, st.cfg.uri.stream});
   st.feed = std::make_shared<watch_feed>(watch_filter_actor(self), ++st.feed_generation,
                                          st.cfg.limits.max_queued_frames);
   *st.registered = {st.hub, st.feed};
@@ -299,6 +301,11 @@ void on_fetched(self_ptr self, std::uint64_t generation, const fetch_reply_ptr& 
   auto& st = self->state;
   if (generation != st.feed_generation) return;  // from a feed we replaced
   if (reply->status == fetch_status::resync) return on_resync(self, reply->reason);
+  if (reply->registered) {
+    // A hub that moved handed the fetch on: unsubscribe where it registered.
+    st.hub = caf::actor_cast<hub_actor>(reply->registered_at);
+    *st.registered = {st.hub, st.feed};
+  }
   if (!reply->frames.empty()) process(self, reply->epoch, reply->frames);
   if (reply->status == fetch_status::caught_up) {
     if (st.cursor.epoch == 0 && reply->epoch != 0) st.cursor.epoch = reply->epoch;

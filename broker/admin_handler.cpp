@@ -11,6 +11,7 @@
 #include <ctime>
 #include <map>
 #include <mutex>
+#include <set>
 #include <tuple>
 
 #include "broker/api.hpp"
@@ -332,19 +333,7 @@ route_result api::admin_sessions(const caller& who, responder respond) {
   return {};
 }
 
-// This node only, for now; the cluster issue adds its peers. Any admin may
-// read where the nodes are and whether they are up; the counts are node-wide
-// (every tenant's load), so only an operator sees them.
-route_result api::admin_nodes(const caller& who, responder respond) {
-  if (!is_operator(who)) {
-    json row = {{"id", node_.id},
-                {"address", node_.address},
-                {"state", draining_ ? "draining" : "alive"},
-                {"self", true},
-                {"started_at", iso_time(node_.started_at_ms)},
-                {"uptime_seconds", (now_ms() - node_.started_at_ms) / 1000}};
-    return {json_response(200, {{"nodes", json::array({std::move(row)})}}), {}};
-  }
+void api::local_counts(std::function<void(local_node_counts)> done) {
   admin_parts parts;
   parts.sources = true;
   parts.source_tenant = "";
@@ -353,27 +342,55 @@ route_result api::admin_nodes(const caller& who, responder respond) {
   } else {
     parts.watch_tenants.push_back(anonymous_auth()->who.tenant);
   }
-  std::size_t sessions = 0;
-  for (const auto& shard : shards_) sessions += shard->session_count();
-  const auto hubs = hubs_.all().size();
+  local_node_counts counts;
+  for (const auto& shard : shards_) counts.sessions += shard->session_count();
+  counts.streams = hubs_.hub_count();
+  counts.relays = hubs_.relay_count();
   gather(admin_in_flight_, loop_.context(), sources_, watches_, shards_, parts,
-         [respond = std::move(respond), node = node_, sessions, hubs,
-          draining = draining_.load()](const admin_snapshot& s) {
-           std::size_t watches = 0;
-           for (const auto& [tenant, n] : s.watches) watches += n;
-           const auto now = now_ms();
-           json row = {{"id", node.id},
-                       {"address", node.address},
-                       {"state", draining ? "draining" : "alive"},
-                       {"self", true},
-                       {"started_at", iso_time(node.started_at_ms)},
-                       {"uptime_seconds", (now - node.started_at_ms) / 1000},
-                       {"streams", hubs},
-                       {"sources", s.sources.size()},
-                       {"watches", watches},
-                       {"sessions", sessions}};
-           respond(json_response(200, with_partial({{"nodes", json::array({std::move(row)})}}, s.partial)));
+         [done = std::move(done), counts](const admin_snapshot& s) mutable {
+           for (const auto& [tenant, n] : s.watches) counts.watches += n;
+           counts.sources = s.sources.size();
+           counts.partial = s.partial;
+           done(counts);
          });
+}
+
+// Any admin may read where the nodes are and whether they are up; the counts
+// are node-wide (every tenant's load), so only an operator sees them. In a
+// cluster the node actor asks every member for its own counts (ADR 0015).
+route_result api::admin_nodes(const caller& who, responder respond) {
+  const bool op = is_operator(who);
+  auto self_row = [node = node_, draining = draining_.load()] {
+    return json{{"id", node.id},
+                {"address", node.address},
+                {"state", draining ? "draining" : "alive"},
+                {"self", true},
+                {"started_at", iso_time(node.started_at_ms)},
+                {"uptime_seconds", (now_ms() - node.started_at_ms) / 1000}};
+  };
+  if (cluster_.nodes) {
+    cluster_.nodes([respond = std::move(respond), op, self_row](std::optional<std::string> rows_text) {
+      if (!rows_text) return respond(error_response(503, "the cluster did not answer in time"));
+      auto rows = json::parse(*rows_text, nullptr, false);
+      if (!rows.is_array()) return respond(error_response(500, "unreadable cluster view"));
+      static const std::set<std::string> counts = {"streams", "relays",   "sources",
+                                                   "watches", "sessions", "feeds"};
+      for (auto& row : rows) {
+        if (row.value("self", false)) row.update(self_row());
+        if (!op)
+          for (const auto& k : counts) row.erase(k);
+      }
+      respond(json_response(200, {{"nodes", std::move(rows)}}));
+    });
+    return {};
+  }
+  if (!op) return {json_response(200, {{"nodes", json::array({self_row()})}}), {}};
+  local_counts([respond = std::move(respond), self_row](const local_node_counts& c) {
+    json row = self_row();
+    row.update(json{
+        {"streams", c.streams}, {"sources", c.sources}, {"watches", c.watches}, {"sessions", c.sessions}});
+    respond(json_response(200, with_partial({{"nodes", json::array({std::move(row)})}}, c.partial)));
+  });
   return {};
 }
 

@@ -111,7 +111,7 @@ route_result api::route(const http_request& req, const caller& who, responder re
 
   if (auto name = segment_between(path, "/v1/streams/", "/events"); !name.empty()) {
     if (req.method == "POST") return publish(std::string(name), req, who, std::move(respond));
-    if (get) return {history(std::string(name), req, who), {}};
+    if (get) return history(std::string(name), req, who, std::move(respond));
     return {method_not_allowed("GET, POST"), {}};
   }
   if (path == "/v1/streams" || path == "/v1/streams/") {
@@ -119,7 +119,7 @@ route_result api::route(const http_request& req, const caller& who, responder re
     return {method_not_allowed("GET"), {}};
   }
   if (auto name = segment_between(path, "/v1/streams/", ""); !name.empty()) {
-    if (get) return {get_stream(std::string(name), req, who), {}};
+    if (get) return get_stream(std::string(name), req, who, std::move(respond));
     return {method_not_allowed("GET"), {}};
   }
   if (path == "/v1/watches" || path == "/v1/watches/") {

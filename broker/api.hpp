@@ -45,6 +45,36 @@ struct api_security {
   std::function<std::pair<unsigned, nlohmann::json>()> reload;
 };
 
+// What this node holds, for the admin view and its cluster peers.
+struct local_node_counts {
+  std::size_t streams = 0;  // owned streams with a hub
+  std::size_t relays = 0;   // streams owned elsewhere, relayed here
+  std::size_t sources = 0;
+  std::size_t watches = 0;
+  std::size_t sessions = 0;
+  bool partial = false;  // some part did not answer in time
+};
+
+// A stream's log as its owner (another cluster member) sent it.
+struct remote_log {
+  bool reached = false;  // the owner answered in time
+  std::optional<persistence::stream_meta> meta;
+  std::vector<persistence::stored_event> events;  // after the asked seq, in order
+};
+
+// What the routes need from the cluster (docs/cluster.md); unset on a
+// single node.
+struct cluster_hooks {
+  // The member owning the stream, "" for this node.
+  std::function<std::string(const std::string& tenant, const std::string& stream)> owner_of;
+  // Up to `max` events after `after_seq` and the meta, from the owner.
+  std::function<void(const std::string& tenant, const std::string& stream, std::uint64_t after_seq,
+                     std::size_t max, std::function<void(remote_log)> done)>
+      read;
+  // Every member as a JSON array of rows (nullopt: no answer in time).
+  std::function<void(std::function<void(std::optional<std::string>)>)> nodes;
+};
+
 // The node as the admin API shows it, known once it listens.
 struct node_identity {
   std::string id;       // generated once, kept in the store's meta family
@@ -77,13 +107,23 @@ class api {
   // every tenant in the admin views and may drain and reload (ADR 0011).
   bool is_operator(const caller& who) const;
 
+  // This node's counts, once every part answered (or its deadline passed);
+  // `done` runs on whichever thread delivered the last part.
+  void local_counts(std::function<void(local_node_counts)> done);
+  // In a cluster. Set once, before the server starts.
+  void set_cluster(cluster_hooks hooks) { cluster_ = std::move(hooks); }
+
  private:
   route_result route(const http_request& req, const caller& who, responder respond);
   route_result publish(const std::string& stream, const http_request& req, const caller& who,
                        responder respond);
-  http_response history(const std::string& stream, const http_request& req, const caller& who);
+  route_result history(const std::string& stream, const http_request& req, const caller& who,
+                       responder respond);
   http_response list_streams(const caller& who);
-  http_response get_stream(const std::string& stream, const http_request& req, const caller& who);
+  route_result get_stream(const std::string& stream, const http_request& req, const caller& who,
+                          responder respond);
+  // The stream's owner in a cluster when it is another member, else "".
+  std::string remote_owner(const caller& who, const std::string& stream) const;
   route_result open_sse(const http_request& req, const caller& who, responder respond);
   // Subscribes the session's uri= sources, then answers with the session.
   route_result open_sse_with_sources(relay::sse_request out, std::vector<std::string> uris, caller who,
@@ -133,6 +173,7 @@ class api {
   node_identity node_;
   std::vector<std::shared_ptr<relay::io_shard>> shards_;
   std::function<void()> drain_;
+  cluster_hooks cluster_;
 };
 
 }  // namespace tidings::broker

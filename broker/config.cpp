@@ -50,6 +50,43 @@ std::optional<std::string> set_listen(config& c, const std::string& v) {
   return std::nullopt;
 }
 
+// host:port with a port from 1 to 65535 (0 too when `any_port`: listen on
+// an ephemeral port, as the tests do).
+std::optional<std::string> check_address(const std::string& v, bool any_port) {
+  auto colon = v.rfind(':');
+  if (colon == std::string::npos || colon == 0) return "must be HOST:PORT";
+  auto port = parse_number<std::uint16_t>(v.substr(colon + 1), any_port ? 0 : 1, 65535);
+  if (!port)
+    return any_port ? "must be HOST:PORT with a port from 0 to 65535"
+                    : "must be HOST:PORT with a port from 1 to 65535";
+  return std::nullopt;
+}
+
+std::optional<std::string> set_cluster_listen(config& c, const std::string& v) {
+  if (auto err = check_address(v, true)) return err;
+  c.cluster_listen = v;
+  return std::nullopt;
+}
+
+std::optional<std::string> set_seeds(config& c, const std::string& v) {
+  std::vector<std::string> seeds;
+  std::size_t start = 0;
+  while (start <= v.size()) {
+    auto comma = v.find(',', start);
+    auto item = v.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+    while (!item.empty() && item.front() == ' ') item.erase(0, 1);
+    while (!item.empty() && item.back() == ' ') item.pop_back();
+    if (!item.empty()) {
+      if (auto err = check_address(item, false)) return "'" + item + "' " + *err;
+      seeds.push_back(item);
+    }
+    if (comma == std::string::npos) break;
+    start = comma + 1;
+  }
+  c.seeds = std::move(seeds);
+  return std::nullopt;
+}
+
 std::optional<std::string> set_audit_log(config& c, const std::string& v) {
   c.audit_log = v;
   return std::nullopt;
@@ -68,6 +105,20 @@ std::optional<std::string> set_verbose(config& c, const std::string& v) {
 const std::map<std::string, setter>& setters() {
   static const std::map<std::string, setter> table = {
       {"listen", set_listen},
+      {"cluster-listen", set_cluster_listen},
+      {"cluster-advertise",
+       [](config& c, const std::string& v) -> std::optional<std::string> {
+         if (auto err = check_address(v, false)) return err;
+         c.cluster_advertise = v;
+         return std::nullopt;
+       }},
+      {"seeds", set_seeds},
+      {"advertise",
+       [](config& c, const std::string& v) -> std::optional<std::string> {
+         if (auto err = check_address(v, false)) return err;
+         c.advertise = v;
+         return std::nullopt;
+       }},
       {"data-dir",
        [](config& c, const std::string& v) -> std::optional<std::string> {
          if (v.empty()) return "must not be empty";
@@ -264,6 +315,8 @@ std::string usage() {
          "                [--filter-memory-mb MB] [--watch-queue-frames N]\n"
          "                [--source-backoff-ms MS] [--audit-log FILE|-]\n"
          "                [--log-level LEVEL[,SUBSYSTEM=LEVEL...]] [--verbose]\n"
+         "                [--cluster-listen HOST:PORT] [--seeds HOST:PORT,...]\n"
+         "                [--cluster-advertise HOST:PORT] [--advertise HOST:PORT]\n"
          "--check-config FILE validates FILE (with any other flags) and exits: 0 when\n"
          "it is valid, 2 with the offending setting named on stderr when not.\n"
          "Upstream sources are configured in the config file's upstreams: section,\n"
@@ -324,6 +377,14 @@ parse_outcome parse_config(const std::vector<std::string>& args) {
             "listen: refusing to listen on " + c.listen_host +
                 ": without tenants (no auth) only loopback is allowed; configure tenants: first",
             false};
+  if (c.cluster_listen && c.tenants.empty() &&
+      !is_loopback(c.cluster_listen->substr(0, c.cluster_listen->rfind(':'))))
+    return {std::nullopt,
+            "cluster-listen: refusing to listen on " + *c.cluster_listen +
+                ": without tenants (no auth) only loopback is allowed; configure tenants: first",
+            false};
+  if (!c.cluster_listen && (!c.seeds.empty() || !c.cluster_advertise.empty()))
+    return {std::nullopt, "seeds: a cluster needs cluster-listen too", false};
   if (c.audit_log.empty()) c.audit_log = c.data_dir + "/audit.ndjson";
   if (c.max_connections_per_address == 0) c.max_connections_per_address = c.tenants.empty() ? SIZE_MAX : 256;
   return {c, {}, false};

@@ -73,6 +73,11 @@ struct config {
   std::map<std::string, std::string> file_settings;
   // The settings given as flags: a reload keeps their values over the file's.
   std::set<std::string> flag_settings;
+  // Cluster (docs/cluster.md): no cluster_listen, a single node.
+  std::optional<std::string> cluster_listen;  // host:port for the node-to-node port
+  std::string cluster_advertise;              // what peers dial; empty: cluster_listen
+  std::vector<std::string> seeds;             // other nodes' cluster addresses
+  std::string advertise;                      // HTTP host:port clients are sent to; empty: listen
   // --check-config FILE: validate the configuration and exit, start nothing.
   bool check_only = false;
 };

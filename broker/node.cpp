@@ -17,6 +17,7 @@
 #include "broker/api.hpp"
 #include "broker/audit_log.hpp"
 #include "broker/auth_service.hpp"
+#include "broker/cluster_member.hpp"
 #include "broker/http_server.hpp"
 #include "broker/metrics.hpp"
 #include "broker/session_access.hpp"
@@ -140,6 +141,7 @@ int run_node(const config& cfg) {
   // work stealing spins and naps (50 us sleeps) after every message, which
   // cost more CPU than the hubs' actual work.
   caf_cfg.set("scheduler.policy", caf::atom("sharing"));
+  if (cfg.cluster_listen) configure_cluster(caf_cfg);
   caf::actor_system system{caf_cfg};
   {
     actors::hub_defaults defaults;
@@ -185,7 +187,6 @@ int run_node(const config& cfg) {
     watch_cfg.limits = cfg.watches;
     watch_cfg.sources = source_registry;
     auto watches = system.spawn(actors::watch_manager, watch_cfg);
-    caf::anon_send(watches, actors::restore_atom::value);
 
     // A revocation or reload reaches every live session within the second.
     auth.on_change([&shards] {
@@ -251,14 +252,18 @@ int run_node(const config& cfg) {
       self->send(watches, actors::shutdown_atom::value);
       self->wait_for(watches);
     };
-    if (auto err = server.listen(cfg.listen_host, cfg.listen_port)) {
-      logging::error("node.listen_failed", {{"error", *err}});
+    // The node cannot start (nothing was served yet).
+    auto give_up = [&] {
       end_watches();
       end_sources();
       for (auto& h : hubs.all()) caf::anon_send_exit(h, caf::exit_reason::user_shutdown);
       committer.stop();
       await_actors(system);
       return 1;
+    };
+    if (auto err = server.listen(cfg.listen_host, cfg.listen_port)) {
+      logging::error("node.listen_failed", {{"error", *err}});
+      return give_up();
     }
     auto address =
         (cfg.listen_host.find(':') != std::string::npos ? "[" + cfg.listen_host + "]" : cfg.listen_host) +
@@ -266,6 +271,25 @@ int run_node(const config& cfg) {
     // POST /admin/v1/drain raises the SIGTERM this thread waits for below
     // (every thread blocks it, so only the sigwait sees it).
     routes.set_node({node_id, address, started_at_ms}, shards, [] { ::kill(::getpid(), SIGTERM); });
+    std::unique_ptr<cluster_member> cluster;
+    if (cfg.cluster_listen) {
+      std::string error;
+      cluster = cluster_member::start(
+          system, cfg, {node_id, cfg.advertise.empty() ? address : cfg.advertise, started_at_ms}, hubs,
+          source_registry, *store, committer,
+          [&routes](std::function<void(local_node_counts)> done) { routes.local_counts(std::move(done)); },
+          &error);
+      if (!cluster) {
+        logging::error("node.cluster_failed", {{"error", error}});
+        return give_up();
+      }
+      routes.set_cluster(cluster->hooks());
+      // Watches start their sources where the cluster places them: wait
+      // (briefly) for the seeds first, or every source would start here.
+      if (!cluster->await_settled(std::chrono::seconds(3)))
+        logging::warn("node.cluster_unsettled", {{"waited_ms", std::int64_t{3000}}});
+    }
+    caf::anon_send(watches, actors::restore_atom::value);
     for (auto& s : shards) s->start();
     server.start();
     logging::info("node.listening", {{"address", address},
@@ -284,7 +308,16 @@ int run_node(const config& cfg) {
 
     routes.set_draining();
     server.stop_accepting();
-    for (auto& s : shards) s->drain();
+    std::string reconnect_url;
+    if (cluster) {
+      // Streams move (with their logs) before the sessions are let go, so
+      // a client reconnecting elsewhere resumes with its cursor.
+      auto left = cluster->drain();
+      reconnect_url = cluster->reconnect_url();
+      logging::info("node.handed_off",
+                    {{"streams_left", static_cast<std::uint64_t>(left)}, {"reconnect_url", reconnect_url}});
+    }
+    for (auto& s : shards) s->drain(reconnect_url);
     auto sessions_left = [&] {
       std::size_t n = 0;
       for (auto& s : shards) n += s->session_count();
@@ -299,6 +332,7 @@ int run_node(const config& cfg) {
 
     end_watches();
     end_sources();
+    if (cluster) cluster->stop();
     // Everything accepted is written before the hubs go away.
     committer.stop();
     for (auto& h : hubs.all()) caf::anon_send_exit(h, caf::exit_reason::user_shutdown);

@@ -479,6 +479,8 @@ void store::add_to_batch(const write_set& ws, rocksdb::WriteBatch& batch) const 
   for (const auto& snap : ws.snapshot_puts)
     must(batch.Put(families_[snapshots_cf], source_snapshot_key(snap.tenant, snap.key),
                    serialize(snap.state)));
+  if (ws.meta_delete)
+    must(batch.Delete(families_[streams_cf], stream_key(ws.meta_delete->first, ws.meta_delete->second)));
   if (ws.meta)
     must(batch.Put(families_[streams_cf], stream_key(ws.meta->tenant, ws.meta->name), serialize(*ws.meta)));
   for (const auto& ev : ws.events)

@@ -64,6 +64,9 @@ struct idempotency_record {
 
 // One atomic unit of work, built by a hub and applied by the group committer.
 struct write_set {
+  // Delete a stream's meta (tenant, name): its log was handed to another
+  // node (cluster). Applied before `meta`.
+  std::optional<std::pair<std::string, std::string>> meta_delete;
   std::optional<stream_meta> meta;  // put (create or update) the stream's meta
   std::uint64_t stream_id = 0;
   std::vector<stored_event> events;  // appended under stream_id

@@ -71,8 +71,26 @@ void io_shard::fetched(actors::stream_key stream, actors::fetch_reply reply) {
       session->on_fetched(index, reply);
     } else if (reply.registered) {
       // The session ended while its subscription was being set up.
-      caf::anon_send(self->hubs_.get(stream), actors::unsub_atom::value, actors::fanout_sink_ptr(self));
+      caf::anon_send(caf::actor_cast<actors::hub_actor>(reply.registered_at), actors::unsub_atom::value,
+                     actors::fanout_sink_ptr(self));
     }
+  });
+}
+
+void io_shard::moved(actors::stream_key stream, caf::actor_addr from) {
+  net::post(ioc_, [weak = weak_from_this(), stream = std::move(stream), from = std::move(from)] {
+    auto self = weak.lock();
+    if (!self) return;
+    auto it = self->live_.find(key_string(stream));
+    if (it == self->live_.end()) return;
+    // Copied first: each session leaves live_ as it goes back to fetching.
+    std::vector<std::pair<std::shared_ptr<sse_session>, std::size_t>> affected;
+    for (auto& e : it->second) {
+      if (!e.session) continue;
+      if (auto s = self->sessions_.find(e.session_id); s != self->sessions_.end())
+        affected.emplace_back(s->second, e.index);
+    }
+    for (auto& [session, index] : affected) session->on_moved(index, from);
   });
 }
 
@@ -153,14 +171,14 @@ void io_shard::flush_pass() {
   }
 }
 
-void io_shard::drain() {
-  net::post(ioc_, [weak = weak_from_this()] {
+void io_shard::drain(std::string reconnect_url) {
+  net::post(ioc_, [weak = weak_from_this(), reconnect_url = std::move(reconnect_url)] {
     auto self = weak.lock();
     if (!self) return;
     // Copy: sessions remove themselves as they close.
     std::vector<std::shared_ptr<sse_session>> all;
     for (auto& [id, s] : self->sessions_) all.push_back(s);
-    for (auto& s : all) s->close_with_closing();
+    for (auto& s : all) s->close_with_closing(reconnect_url);
   });
 }
 

@@ -46,6 +46,7 @@ class io_shard : public actors::fanout_sink, public std::enable_shared_from_this
   // fanout_sink: called from hub threads.
   void deliver(actors::frame_batch_ptr batch) override;
   void fetched(actors::stream_key stream, actors::fetch_reply reply) override;
+  void moved(actors::stream_key stream, caf::actor_addr from) override;
 
   // The rest runs on this shard's thread only.
   std::uint64_t add_session(std::shared_ptr<sse_session> s);
@@ -53,8 +54,9 @@ class io_shard : public actors::fanout_sink, public std::enable_shared_from_this
   void add_live(const actors::stream_key& stream, sse_session* session, std::uint64_t session_id,
                 std::size_t index);
   void remove_live(const actors::stream_key& stream, std::uint64_t session_id, std::size_t index);
-  // Every session gets `closing` and ends.
-  void drain();
+  // Every session gets `closing` (with where to reconnect, in a cluster:
+  // "http://host:port", or "") and ends.
+  void drain(std::string reconnect_url = {});
   // Calls s->flush_deferred() at `due` (or a little earlier: one timer serves
   // every session waiting on this shard).
   void defer_flush(std::shared_ptr<sse_session> s, std::chrono::steady_clock::time_point due);

@@ -118,6 +118,7 @@ void sse_session::end_resync(const std::string& stream, std::string_view reason,
 void sse_session::fetch(std::size_t index) {
   auto& sub = subs_[index];
   sub.state = sub_state::fetching;
+  sub.hub = shard_.hubs().get(sub.key);  // a relay or another hub after a move
   auto req = std::make_shared<actors::fetch_request>();
   req->subscription = io_shard::subscription_id(id_, index);
   req->sink = shard_.shared_from_this();
@@ -141,10 +142,13 @@ void sse_session::on_fetched(std::size_t index, const actors::fetch_reply& reply
       caf::anon_send(sub.hub, actors::unsub_atom::value, actors::fanout_sink_ptr(shard_.shared_from_this()));
     return;
   }
+  if (reply.registered) sub.hub = caf::actor_cast<actors::hub_actor>(reply.registered_at);
   if (reply.status == actors::fetch_status::resync) {
-    end_resync(sub.key.name, reply.reason, reply.head, {});
+    bool lost = reply.reason == "unknown_stream" || reply.reason == "epoch_changed";
+    end_resync(sub.key.name, sub.moved && lost ? "owner_changed" : reply.reason, reply.head, {});
     return;
   }
+  if (sub.state != sub_state::probing) sub.moved = false;
   if (sub.state == sub_state::probing) {
     if (!request_.resume) sub.position = reply.head;
     heads_.resize(subs_.size());
@@ -199,6 +203,17 @@ void sse_session::on_frames(std::size_t index, const actors::frame_batch& batch)
     if (terminating_) break;
   }
   flush_soon();
+}
+
+void sse_session::on_moved(std::size_t index, const caf::actor_addr& from) {
+  if (index >= subs_.size() || terminating_ || closed_) return;
+  auto& sub = subs_[index];
+  if (sub.state != sub_state::live || sub.hub.address() != from) return;
+  shard_.remove_live(sub.key, id_, index);
+  sub.state = sub_state::waiting_room;
+  sub.moved = true;
+  fetch_next();
+  do_write();
 }
 
 // Writes are never made inside a delivery: the shard runs them in passes of
@@ -403,8 +418,13 @@ void sse_session::terminate(std::string control_frame) {
   do_write();
 }
 
-void sse_session::close_with_closing() {
-  terminate(core::sse_event("", "closing", "{\"reason\":\"shutdown\"}"));
+void sse_session::close_with_closing(const std::string& reconnect_url) {
+  std::string j = "{\"reason\":\"shutdown\"";
+  if (!reconnect_url.empty()) {
+    j += ",\"reconnect_url\":";
+    core::append_json_string(j, reconnect_url);
+  }
+  terminate(core::sse_event("", "closing", j + "}"));
 }
 
 void sse_session::unsubscribe_all() {

@@ -41,7 +41,9 @@ class sse_session : public std::enable_shared_from_this<sse_session> {
   // From the shard, on this thread.
   void on_fetched(std::size_t index, const actors::fetch_reply& reply);
   void on_frames(std::size_t index, const actors::frame_batch& batch);
-  void close_with_closing();
+  // The hub or relay `from` no longer serves this stream: fetch again.
+  void on_moved(std::size_t index, const caf::actor_addr& from);
+  void close_with_closing(const std::string& reconnect_url = {});
   // Ends the session with `unauthorized` if its credential no longer holds.
   void recheck_auth();
   // The shard's coalescing timer fired: write what is queued.
@@ -57,6 +59,8 @@ class sse_session : public std::enable_shared_from_this<sse_session> {
     actors::hub_actor hub;
     core::cursor position;  // last event scanned (delivered or filtered out)
     sub_state state = sub_state::probing;
+    // Its owner changed since the last page: a resync now is `owner_changed`.
+    bool moved = false;
   };
   struct out_item {
     actors::frame_ptr frame;  // null: `text` is a whole control frame

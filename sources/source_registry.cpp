@@ -43,6 +43,9 @@ source_registry_state::entry& spawn_source(self_ptr self, const std::string& ten
   cfg.loop = st.cfg.loop;
   cfg.store = st.cfg.store;
   cfg.committer = st.cfg.committer;
+  // The stream stays here while the source runs (its reads commit with its
+  // snapshot in this node's store), whatever the cluster's placement says.
+  st.cfg.hubs->pin({tenant, cfg.stream});
   cfg.hub = st.cfg.hubs->get({tenant, cfg.stream});
   if (!st.cfg.backoff.empty()) cfg.backoff = st.cfg.backoff;
   cfg.metrics = st.cfg.metrics;
@@ -57,6 +60,7 @@ source_registry_state::entry& spawn_source(self_ptr self, const std::string& ten
   auto status = cfg.status;
   auto actor = self->spawn(source, std::move(cfg));
   self->monitor(actor);
+  st.pinned[actor.address()] = {tenant, info.stream};
   logging::info("source.started", {{"uri", route.uri}, {"stream", info.stream}, {"upstream", info.server}});
   auto& e = st.sources[table_key(tenant, route.key)];
   e = source_registry_state::entry{actor, status, {}, 0};
@@ -82,6 +86,19 @@ void on_routed(self_ptr self, const actors::source_subscribe_request_ptr& req, c
                 route.error);
   // Routed before a reload took that connector out: route it again.
   if (st.retired.contains(route.upstream)) return on_subscribe(self, req);
+  // In a cluster the source runs where its stream is owned; the answer
+  // comes back to this thread like a local one.
+  if (auto* router = st.cfg.hubs->router(); router && !req->here) {
+    auto there = std::make_shared<actors::source_subscribe_request>();
+    there->tenant = req->tenant;
+    there->uri = req->uri;
+    caf::actor_addr weak = self->address();
+    there->reply = [weak, req](actors::source_subscribe_reply r) {
+      auto shared = std::make_shared<actors::source_subscribe_reply>(std::move(r));
+      post_back(weak, [req, shared] { req->reply(std::move(*shared)); });
+    };
+    if (router->subscribe_elsewhere(req->tenant, source_stream_name(route.key), there)) return;
+  }
   auto k = table_key(req->tenant, route.key);
   if (st.closing.contains(k)) {
     st.after_close[k].push_back([self, req, route] { on_routed(self, req, route); });
@@ -305,6 +322,10 @@ void on_reload(self_ptr self, const actors::source_reload_request_ptr& req) {
 
 void on_down(self_ptr self, const caf::down_msg& msg) {
   auto& st = self->state;
+  if (auto p = st.pinned.find(msg.source); p != st.pinned.end()) {
+    st.cfg.hubs->unpin(p->second);
+    st.pinned.erase(p);
+  }
   for (auto it = st.sources.begin(); it != st.sources.end(); ++it) {
     if (it->second.actor.address() != msg.source) continue;
     for (auto lease : it->second.leases) st.leases.erase(lease);

@@ -57,6 +57,8 @@ struct source_registry_state {
   source_registry_config cfg;
   std::map<std::string, entry> sources;         // tenant '\0' key
   std::map<std::uint64_t, std::string> leases;  // lease -> tenant '\0' key
+  // The stream each running source pins to this node (until it is down).
+  std::map<caf::actor_addr, actors::stream_key> pinned;
   // Sources told to close and not down yet, by table key. A subscribe for
   // one of these keys waits for the old source to end: two sources of one
   // key would write one stream and one snapshot at once.

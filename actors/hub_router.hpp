@@ -1,0 +1,35 @@
+#pragma once
+
+// How the hub registry learns that a stream is owned by another node. The
+// cluster (cluster/) implements it; a single node has none and owns
+// everything.
+
+#include <string>
+
+#include "actors/hub_actor.hpp"
+#include "actors/source_registry_actor.hpp"
+
+namespace tidings::actors {
+
+class hub_router {
+ public:
+  virtual ~hub_router() = default;
+  // The member that owns the stream, or "" when this node does. Called from
+  // any thread, often: it must be cheap and must not block.
+  virtual std::string owner(const stream_key& key) = 0;
+  // The stream's owner was lost and this node holds it now (its old cursors
+  // get `owner_changed`).
+  virtual bool taken_over(const stream_key& key) = 0;
+  // A relay serving `key` from `owner`: the same interface as a hub.
+  virtual hub_actor spawn_relay(const stream_key& key, const std::string& owner) = 0;
+  // A hub was just spawned for a stream this node owns: find out whether
+  // another node holds its log and send the hub (adopt_atom, log or null).
+  virtual void pull(const stream_key& key, hub_actor hub) = 0;
+  // A source feeding `stream` runs on the stream's owner (one upstream
+  // subscription in the whole cluster): when that is another member,
+  // subscribe there, answer `req` (from any thread) and return true.
+  virtual bool subscribe_elsewhere(const std::string& tenant, const std::string& stream,
+                                   const source_subscribe_request_ptr& req) = 0;
+};
+
+}  // namespace tidings::actors

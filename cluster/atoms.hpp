@@ -1,0 +1,39 @@
+#pragma once
+
+// Messages between nodes: atoms, strings holding proto/cluster.proto
+// messages, and actor handles; nothing else crosses the middleman.
+
+#include <caf/all.hpp>
+
+namespace tidings::cluster {
+
+// node <-> node
+using join_atom = caf::atom_constant<caf::atom("cjoin")>;          // (actor, Member) -> Members
+using members_atom = caf::atom_constant<caf::atom("cmembers")>;    // (Members): gossip
+using publish_atom = caf::atom_constant<caf::atom("cpublish")>;    // (PublishRequest) -> PublishReply
+using fetch_atom = caf::atom_constant<caf::atom("cfetch")>;        // (FetchRequest) -> FeedPage
+using open_atom = caf::atom_constant<caf::atom("cfeedopen")>;      // (actor relay, node id, FetchRequest)
+using close_atom = caf::atom_constant<caf::atom("cfeedclose")>;    // (actor relay, tenant, stream)
+using stats_atom = caf::atom_constant<caf::atom("cstats")>;        // () -> NodeStats
+using take_atom = caf::atom_constant<caf::atom("ctake")>;          // (TakeRequest) -> TakeReply
+using taken_atom = caf::atom_constant<caf::atom("ctaken")>;        // (tenant, stream, epoch): drop your copy
+using adopt_atom = caf::atom_constant<caf::atom("cadopt")>;        // (tenant, stream): pull it from me
+using read_atom = caf::atom_constant<caf::atom("cread")>;          // (ReadRequest) -> TakeReply
+using srcsub_atom = caf::atom_constant<caf::atom("csrcsub")>;      // (SourceSubRequest) -> SourceSubReply
+using srcunsub_atom = caf::atom_constant<caf::atom("csrcunsub")>;  // (lease id)
+using srcdone_atom = caf::atom_constant<caf::atom("csrcdone")>;    // local: a subscription answered
+// owner node -> relay
+using page_atom = caf::atom_constant<caf::atom("cpage")>;  // (FeedPage)
+// local only
+using start_atom = caf::atom_constant<caf::atom("cstart")>;
+using tick_atom = caf::atom_constant<caf::atom("ctick")>;
+using nodes_atom = caf::atom_constant<caf::atom("cnodes")>;
+using done_atom = caf::atom_constant<caf::atom("cdone")>;
+using retry_atom = caf::atom_constant<caf::atom("cretry")>;
+using pull_atom = caf::atom_constant<caf::atom("cpull")>;
+using drain_atom = caf::atom_constant<caf::atom("cdrain")>;
+using drain_end_atom = caf::atom_constant<caf::atom("cdrainend")>;
+using settled_atom = caf::atom_constant<caf::atom("csettled")>;
+using rebalance_atom = caf::atom_constant<caf::atom("crebal")>;
+
+}  // namespace tidings::cluster

@@ -1,0 +1,136 @@
+#include "cluster/cluster_view.hpp"
+
+#include <algorithm>
+
+#include "cluster/atoms.hpp"
+#include "cluster/relay_actor.hpp"
+#include "core/placement.hpp"
+#include "proto/cluster.pb.h"
+
+namespace tidings::cluster {
+
+cluster_view::cluster_view(caf::actor_system& system, std::string self_id, actors::hub_registry& hubs,
+                           std::size_t ring_events)
+    : system_(system), hubs_(hubs), ring_events_(ring_events) {
+  auto m = std::make_shared<membership>();
+  m->self_id = std::move(self_id);
+  m->live = {m->self_id};
+  m->holders = m->live;
+  current_ = std::move(m);
+}
+
+void cluster_view::set_node(caf::actor node) {
+  std::lock_guard lock(mutex_);
+  node_ = std::move(node);
+}
+
+void cluster_view::pull(const actors::stream_key& key, actors::hub_actor hub) {
+  caf::actor node;
+  {
+    std::lock_guard lock(mutex_);
+    node = node_;
+  }
+  if (!node) return caf::anon_send(hub, actors::adopt_atom::value, actors::stream_handoff_ptr{});
+  caf::anon_send(node, pull_atom::value, key.tenant, key.name, hub);
+}
+
+bool cluster_view::subscribe_elsewhere(const std::string& tenant, const std::string& stream,
+                                       const actors::source_subscribe_request_ptr& req) {
+  auto owner = owner_of(tenant, stream);
+  if (owner.empty()) return false;
+  auto m = current();
+  caf::actor target;
+  for (auto& [peer, handle] : m->peers)
+    if (peer.id == owner) target = handle;
+  auto fail = [req, owner](actors::watch_error_kind kind, std::string why) {
+    actors::source_subscribe_reply r;
+    r.error = actors::watch_error{kind, std::move(why)};
+    req->reply(std::move(r));
+  };
+  if (!target) {
+    fail(actors::watch_error_kind::unavailable, "the source's node (" + owner + ") is not connected; retry");
+    return true;
+  }
+  proto::SourceSubRequest p;
+  p.set_tenant(tenant);
+  p.set_uri(req->uri);
+  p.set_requester(m->self_id);
+  // The owner's first read of the upstream may take a while (its own
+  // timeouts are 10 s).
+  system_.spawn([target, owner, req, fail, bytes = p.SerializeAsString()](caf::event_based_actor* self) {
+    self->request(target, std::chrono::seconds(15), srcsub_atom::value, bytes)
+        .then(
+            [target, req, fail](const std::string& reply) {
+              proto::SourceSubReply r;
+              if (!r.ParseFromString(reply))
+                return fail(actors::watch_error_kind::unavailable,
+                            "unreadable answer from the source's node");
+              if (!r.ok()) return fail(static_cast<actors::watch_error_kind>(r.error_kind()), r.error());
+              actors::source_subscribe_reply out;
+              out.stream = r.stream();
+              out.key = r.key();
+              out.shape = r.shape();
+              out.lease = std::make_shared<actors::source_lease>(r.lease(), [target](std::uint64_t id) {
+                caf::anon_send(target, srcunsub_atom::value, id);
+              });
+              req->reply(std::move(out));
+            },
+            [owner, fail](caf::error&) {
+              fail(actors::watch_error_kind::unavailable,
+                   "the source's node (" + owner + ") did not answer; retry");
+            });
+  });
+  return true;
+}
+
+std::string cluster_view::previous_holder(const std::string& tenant, const std::string& key) const {
+  auto m = current();
+  std::vector<std::string> others;
+  for (auto& id : m->holders)
+    if (id != m->self_id) others.push_back(id);
+  return core::owner_of(others, tenant, key);
+}
+
+membership_ptr cluster_view::current() const {
+  std::lock_guard lock(mutex_);
+  return current_;
+}
+
+void cluster_view::update(membership_ptr m) {
+  std::lock_guard lock(mutex_);
+  current_ = std::move(m);
+}
+
+std::string cluster_view::owner_of(const std::string& tenant, const std::string& key) const {
+  auto m = current();
+  auto id = core::owner_of(m->live, tenant, key);
+  return id == m->self_id ? std::string{} : id;
+}
+
+std::string cluster_view::owner(const actors::stream_key& key) {
+  return owner_of(key.tenant, key.name);
+}
+
+bool cluster_view::taken_over(const actors::stream_key& key) {
+  auto m = current();
+  if (m->lost.empty()) return false;
+  auto all = m->live;
+  all.insert(all.end(), m->lost.begin(), m->lost.end());
+  auto before = core::owner_of(all, key.tenant, key.name);
+  return std::find(m->lost.begin(), m->lost.end(), before) != m->lost.end();
+}
+
+actors::hub_actor cluster_view::spawn_relay(const actors::stream_key& key, const std::string& owner) {
+  auto m = current();
+  relay_config cfg;
+  cfg.stream = key;
+  cfg.owner_id = owner;
+  cfg.self_id = m->self_id;
+  cfg.registry = &hubs_;
+  cfg.ring_events = ring_events_;
+  for (auto& [peer, handle] : m->peers)
+    if (peer.id == owner) cfg.owner = handle;
+  return system_.spawn(relay, std::move(cfg));
+}
+
+}  // namespace tidings::cluster

@@ -1,0 +1,62 @@
+#pragma once
+
+// The membership as the rest of the node reads it: a snapshot the node
+// actor replaces on every change, read without blocking by I/O threads,
+// hubs and the registry. It is also the hub registry's router: placement of
+// a stream is computed here from the snapshot's live members.
+
+#include <caf/all.hpp>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "actors/hub_registry.hpp"
+#include "actors/hub_router.hpp"
+#include "cluster/member_table.hpp"
+
+namespace tidings::cluster {
+
+struct membership {
+  std::string self_id;
+  std::vector<std::string> live;                     // sorted: placement runs over these (up, not draining)
+  std::vector<std::string> holders;                  // sorted, self included: up, draining or not
+  std::vector<std::string> lost;                     // seen and lost since this node started
+  std::vector<std::pair<member, caf::actor>> peers;  // up members' node actors
+};
+using membership_ptr = std::shared_ptr<const membership>;
+
+class cluster_view final : public actors::hub_router {
+ public:
+  cluster_view(caf::actor_system& system, std::string self_id, actors::hub_registry& hubs,
+               std::size_t ring_events);
+
+  membership_ptr current() const;
+  void update(membership_ptr m);
+
+  // The member that owns (tenant, key), "" for this node.
+  std::string owner_of(const std::string& tenant, const std::string& key) const;
+
+  std::string owner(const actors::stream_key& key) override;
+  bool taken_over(const actors::stream_key& key) override;
+  actors::hub_actor spawn_relay(const actors::stream_key& key, const std::string& owner) override;
+  void pull(const actors::stream_key& key, actors::hub_actor hub) override;
+  bool subscribe_elsewhere(const std::string& tenant, const std::string& stream,
+                           const actors::source_subscribe_request_ptr& req) override;
+
+  // Set once the node actor runs: pulls go to it.
+  void set_node(caf::actor node);
+  // Who held `key` before this node if not this node: the top of the
+  // holders without us ("" when there is nobody else).
+  std::string previous_holder(const std::string& tenant, const std::string& key) const;
+
+ private:
+  caf::actor_system& system_;
+  actors::hub_registry& hubs_;
+  std::size_t ring_events_;
+  mutable std::mutex mutex_;
+  membership_ptr current_;
+  caf::actor node_;
+};
+
+}  // namespace tidings::cluster

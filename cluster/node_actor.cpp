@@ -1,0 +1,435 @@
+#include "cluster/node_actor.hpp"
+
+#include <caf/io/all.hpp>
+#include <nlohmann/json.hpp>
+
+#include "cluster/atoms.hpp"
+#include "cluster/wire.hpp"
+#include "logging/log.hpp"
+
+namespace tidings::cluster {
+namespace {
+
+using self_ptr = node_actor*;
+
+std::uint64_t keep_promise(self_ptr self, caf::response_promise rp) {
+  auto token = self->state.next_token++;
+  self->state.promises.emplace(token, std::move(rp));
+  return token;
+}
+
+void on_done(self_ptr self, std::uint64_t token, const std::string& bytes) {
+  auto it = self->state.promises.find(token);
+  if (it == self->state.promises.end()) return;
+  it->second.deliver(bytes);
+  self->state.promises.erase(it);
+}
+
+}  // namespace
+
+// Membership changed: placement, the relays and hubs that follow from it,
+// and every peer hears what we know; then what this node's store holds for
+// other owners goes to them.
+void on_change(self_ptr self) {
+  auto& st = self->state;
+  auto m = std::make_shared<membership>();
+  m->self_id = st.table.self().id;
+  m->live = st.table.placement_ids();
+  m->holders = st.table.live_ids();
+  m->lost = st.table.lost_ids();
+  for (auto& [id, handle] : st.handles)
+    if (st.table.state(id) == member_state::up) m->peers.emplace_back(*st.table.find(id), handle);
+  logging::info("cluster.members", {{"live", static_cast<std::uint64_t>(m->live.size())},
+                                    {"lost", static_cast<std::uint64_t>(m->lost.size())}});
+  st.cfg.view->update(std::move(m));
+  st.cfg.hubs->reroute();
+  auto gossip = encode_members(st.table.all());
+  for (auto& [id, handle] : st.handles) self->send(handle, members_atom::value, gossip);
+  rebalance(self);
+  if (!st.settle_waiters.empty() && settled(self)) {
+    for (auto& rp : st.settle_waiters) rp.deliver(true);
+    st.settle_waiters.clear();
+  }
+}
+
+// Every seed is a connected member and no dial is pending.
+bool settled(self_ptr self) {
+  auto& st = self->state;
+  if (!st.dialing.empty()) return false;
+  for (auto& seed : st.cfg.seeds) {
+    bool connected = false;
+    for (auto& [id, handle] : st.handles)
+      if (auto m = st.table.find(id); m && m->cluster_address == seed) connected = true;
+    if (!connected) return false;
+  }
+  return true;
+}
+
+namespace {
+
+void dial(self_ptr self, const std::string& address);
+
+void add_peer(self_ptr self, const member& m, const caf::actor& handle) {
+  auto& st = self->state;
+  if (m.id.empty() || m.id == st.table.self().id || !handle) return;
+  bool changed = st.table.learn(m);
+  auto it = st.handles.find(m.id);
+  if (it != st.handles.end() && it->second != handle) {
+    st.ids.erase(it->second.address());
+    self->demonitor(it->second);
+  }
+  if (it == st.handles.end() || it->second != handle) {
+    st.handles[m.id] = handle;
+    st.ids[handle.address()] = m.id;
+    self->monitor(handle);
+  }
+  if (st.table.mark_up(m.id, m.incarnation)) {
+    logging::info("cluster.member_up", {{"node", m.id}, {"address", m.cluster_address}});
+    changed = true;
+  }
+  if (changed) on_change(self);
+}
+
+// Members we had not heard of are dialled now; the others that are not
+// connected wait for the next tick (a dead one would otherwise be dialled
+// on every gossip message).
+void learn_all(self_ptr self, const std::vector<member>& members) {
+  auto& st = self->state;
+  bool changed = false;
+  for (auto& m : members) {
+    if (!st.table.learn(m)) continue;
+    changed = true;
+    if (st.table.state(m.id) == member_state::down) dial(self, m.cluster_address);
+  }
+  if (changed) on_change(self);
+}
+
+void join(self_ptr self, const caf::actor& peer, const std::string& address) {
+  auto& st = self->state;
+  self->request(peer, st.cfg.connect_timeout, join_atom::value, caf::actor_cast<caf::actor>(self),
+                to_proto(st.table.self()).SerializeAsString())
+      .then(
+          [self, peer, address](const std::string& bytes) {
+            self->state.dialing.erase(address);
+            std::vector<member> members;
+            if (!decode_members(bytes, &members) || members.empty()) {
+              logging::warn("cluster.bad_join_reply", {{"address", address}});
+              return;
+            }
+            add_peer(self, members.front(), peer);  // the peer lists itself first
+            learn_all(self, members);
+          },
+          [self, address](caf::error& err) {
+            self->state.dialing.erase(address);
+            logging::debug("cluster.join_failed",
+                           {{"address", address}, {"error", self->system().render(err)}});
+          });
+}
+
+// Connecting goes through the middleman actor with a timeout: remote_actor()
+// would block forever on a hung peer (STACK.md).
+void dial(self_ptr self, const std::string& address) {
+  auto& st = self->state;
+  if (address.empty() || address == st.table.self().cluster_address || st.dialing.contains(address)) return;
+  auto hp = split_address(address);
+  if (!hp) return;
+  st.dialing.insert(address);
+  self->request(self->system().middleman().actor_handle(), st.cfg.connect_timeout, caf::connect_atom::value,
+                hp->first, hp->second)
+      .then(
+          [self, address](const caf::node_id&, caf::strong_actor_ptr& ptr, const std::set<std::string>&) {
+            if (!ptr) {
+              self->state.dialing.erase(address);
+              return;
+            }
+            join(self, caf::actor_cast<caf::actor>(ptr), address);
+          },
+          [self, address](caf::error& err) {
+            self->state.dialing.erase(address);
+            logging::debug("cluster.dial_failed",
+                           {{"address", address}, {"error", self->system().render(err)}});
+          });
+}
+
+void on_tick(self_ptr self) {
+  auto& st = self->state;
+  for (auto& m : st.table.unconnected()) dial(self, m.cluster_address);
+  for (auto& seed : st.cfg.seeds) {
+    bool connected = false;
+    for (auto& [id, handle] : st.handles)
+      if (auto m = st.table.find(id); m && m->cluster_address == seed) connected = true;
+    if (!connected) dial(self, seed);
+  }
+  self->delayed_send(self, st.cfg.dial_interval, tick_atom::value);
+}
+
+void on_down(self_ptr self, const caf::down_msg& dm) {
+  auto& st = self->state;
+  if (auto it = st.ids.find(dm.source); it != st.ids.end()) {
+    auto id = it->second;
+    st.ids.erase(it);
+    if (auto h = st.handles.find(id); h != st.handles.end() && h->second.address() == dm.source)
+      st.handles.erase(h);
+    drop_leases_of(self, id);
+    if (st.table.mark_down(id)) {
+      logging::warn("cluster.member_down", {{"node", id}, {"reason", self->system().render(dm.reason)}});
+      on_change(self);
+    }
+    return;
+  }
+  if (auto it = st.feeds.find(dm.source); it != st.feeds.end()) {
+    caf::anon_send(st.cfg.hubs->get(it->second.stream), actors::unsub_atom::value,
+                   actors::fanout_sink_ptr(it->second.sink));
+    st.feeds.erase(it);
+  }
+}
+
+// --- serving other nodes -----------------------------------------------------
+
+caf::result<std::string> on_publish(self_ptr self, const std::string& bytes) {
+  proto::PublishRequest p;
+  if (!parse(bytes, &p) || p.stream().empty()) {
+    actors::publish_result r{actors::publish_outcome::unavailable, {}, "unreadable forwarded publish"};
+    return to_proto(r).SerializeAsString();
+  }
+  auto req = publish_from_proto(p);
+  auto token = keep_promise(self, self->make_response_promise());
+  caf::actor me = caf::actor_cast<caf::actor>(self);
+  req->reply = [me, token](actors::publish_result r) {
+    caf::anon_send(me, done_atom::value, token, to_proto(r).SerializeAsString());
+  };
+  caf::anon_send(self->state.cfg.hubs->get({p.tenant(), p.stream()}), actors::publish_atom::value, req);
+  return caf::delegated<std::string>();
+}
+
+caf::result<std::string> on_fetch(self_ptr self, const std::string& bytes) {
+  proto::FetchRequest p;
+  if (!parse(bytes, &p) || !p.has_after()) {
+    proto::FeedPage page;
+    page.set_status(proto::FeedPage::RESYNC);
+    page.set_reason("bad_request");
+    return page.SerializeAsString();
+  }
+  auto token = keep_promise(self, self->make_response_promise());
+  auto req = std::make_shared<actors::fetch_request>();
+  req->sink = std::make_shared<one_fetch>(caf::actor_cast<caf::actor>(self), token);
+  req->after = core::cursor{p.after_epoch(), p.after_seq()};
+  req->max_frames = std::max<std::uint32_t>(p.max_frames(), 1);
+  req->max_bytes = std::max<std::uint32_t>(p.max_bytes(), 1);
+  caf::anon_send(self->state.cfg.hubs->get({p.tenant(), p.stream()}), actors::fetch_atom::value, req);
+  return caf::delegated<std::string>();
+}
+
+void on_open(self_ptr self, const caf::actor& relay, const std::string& node_id, const std::string& bytes) {
+  auto& st = self->state;
+  proto::FetchRequest p;
+  if (!relay || !parse(bytes, &p) || p.stream().empty()) return;
+  actors::stream_key key{p.tenant(), p.stream()};
+  auto sink = std::make_shared<remote_feed>(relay);
+  if (auto old = st.feeds.find(relay.address()); old != st.feeds.end()) {
+    // The relay reopens (a gap or a retry): its old feed goes.
+    caf::anon_send(st.cfg.hubs->get(old->second.stream), actors::unsub_atom::value,
+                   actors::fanout_sink_ptr(old->second.sink));
+  } else {
+    self->monitor(relay);
+  }
+  st.feeds[relay.address()] = {node_id, key, sink};
+  auto req = std::make_shared<actors::fetch_request>();
+  req->sink = sink;
+  caf::anon_send(st.cfg.hubs->get(key), actors::fetch_atom::value, req);
+  logging::debug("cluster.feed_opened", {{"stream", key.name}, {"node", node_id}});
+}
+
+void on_close(self_ptr self, const caf::actor& relay) {
+  auto& st = self->state;
+  auto it = st.feeds.find(relay.address());
+  if (it == st.feeds.end()) return;
+  caf::anon_send(st.cfg.hubs->get(it->second.stream), actors::unsub_atom::value,
+                 actors::fanout_sink_ptr(it->second.sink));
+  self->demonitor(relay);
+  st.feeds.erase(it);
+}
+
+// This node's counts, with the feeds it serves.
+caf::result<std::string> on_stats(self_ptr self) {
+  auto& st = self->state;
+  auto token = keep_promise(self, self->make_response_promise());
+  std::map<std::pair<std::string, std::string>, std::vector<std::string>> feeds;
+  for (auto& [addr, f] : st.feeds) feeds[{f.stream.tenant, f.stream.name}].push_back(f.node);
+  caf::actor me = caf::actor_cast<caf::actor>(self);
+  auto streams = st.cfg.hubs->hub_count();
+  auto relays = st.cfg.hubs->relay_count();
+  auto id = st.table.self().id;
+  auto finish = [me, token, feeds = std::move(feeds), streams, relays, id](proto::NodeStats s) {
+    s.set_id(id);
+    s.set_streams(streams);
+    s.set_relays(relays);
+    for (auto& [key, nodes] : feeds) {
+      auto* f = s.add_feeds();
+      f->set_tenant(key.first);
+      f->set_stream(key.second);
+      for (auto& n : nodes) f->add_nodes(n);
+    }
+    caf::anon_send(me, done_atom::value, token, s.SerializeAsString());
+  };
+  if (st.cfg.local_stats)
+    st.cfg.local_stats(std::move(finish));
+  else
+    finish({});
+  return caf::delegated<std::string>();
+}
+
+nlohmann::json stats_json(const proto::NodeStats& s) {
+  auto feeds = nlohmann::json::array();
+  for (auto& f : s.feeds())
+    feeds.push_back({{"tenant", f.tenant()},
+                     {"stream", f.stream()},
+                     {"nodes", std::vector<std::string>(f.nodes().begin(), f.nodes().end())}});
+  return {{"streams", s.streams()}, {"relays", s.relays()},     {"sources", s.sources()},
+          {"watches", s.watches()}, {"sessions", s.sessions()}, {"feeds", std::move(feeds)}};
+}
+
+// Every member the node knows of, with its counts where it answered in time.
+caf::result<std::string> on_nodes(self_ptr self) {
+  auto& st = self->state;
+  auto rp = self->make_response_promise();
+  struct gathering {
+    caf::response_promise rp;
+    nlohmann::json rows = nlohmann::json::array();
+    std::size_t left = 0;
+    void done() {
+      if (--left == 0) rp.deliver(rows.dump());
+    }
+  };
+  auto g = std::make_shared<gathering>();
+  g->rp = rp;
+  for (auto& m : st.table.all()) {
+    bool is_self = m.id == st.table.self().id;
+    auto state = is_self ? (m.draining ? "draining" : "alive")
+                         : (st.table.state(m.id) == member_state::up ? "alive" : "down");
+    g->rows.push_back({{"id", m.id},
+                       {"address", m.http_address},
+                       {"cluster_address", m.cluster_address},
+                       {"state", state},
+                       {"self", is_self}});
+  }
+  g->left = g->rows.size() + 1;  // +1: released below, after every request is out
+  for (std::size_t i = 0; i < g->rows.size(); ++i) {
+    auto id = g->rows[i]["id"].get<std::string>();
+    caf::actor target;
+    if (id == st.table.self().id) {
+      target = caf::actor_cast<caf::actor>(self);
+    } else if (auto h = st.handles.find(id); h != st.handles.end() && g->rows[i]["state"] == "alive") {
+      target = h->second;
+    }
+    if (!target) {
+      g->done();
+      continue;
+    }
+    self->request(target, std::chrono::seconds(1), stats_atom::value)
+        .then(
+            [g, i](const std::string& bytes) {
+              proto::NodeStats s;
+              if (parse(bytes, &s)) g->rows[i].update(stats_json(s));
+              g->done();
+            },
+            [g, i](caf::error&) {
+              g->rows[i]["unreachable"] = true;
+              g->done();
+            });
+  }
+  g->done();
+  return caf::delegated<std::string>();
+}
+
+void on_start(self_ptr self, std::uint16_t port) {
+  auto& st = self->state;
+  auto me = st.table.self();
+  if (auto hp = split_address(me.cluster_address); hp && hp->second == 0)
+    me.cluster_address = hp->first + ":" + std::to_string(port);
+  st.table.set_self(me);
+  logging::info("cluster.listening", {{"address", me.cluster_address},
+                                      {"node", me.id},
+                                      {"seeds", static_cast<std::uint64_t>(st.cfg.seeds.size())}});
+  on_change(self);
+  on_tick(self);
+}
+
+}  // namespace
+
+std::optional<std::pair<std::string, std::uint16_t>> split_address(const std::string& address) {
+  auto colon = address.rfind(':');
+  if (colon == std::string::npos || colon == 0 || colon + 1 == address.size()) return std::nullopt;
+  auto host = address.substr(0, colon);
+  if (host.front() == '[' && host.back() == ']') host = host.substr(1, host.size() - 2);
+  unsigned long port = 0;
+  for (auto c : address.substr(colon + 1)) {
+    if (c < '0' || c > '9') return std::nullopt;
+    port = port * 10 + static_cast<unsigned long>(c - '0');
+    if (port > 65535) return std::nullopt;
+  }
+  return std::make_pair(host, static_cast<std::uint16_t>(port));
+}
+
+caf::behavior node(node_actor* self, node_config cfg) {
+  self->state.table = member_table(cfg.self);
+  self->state.cfg = std::move(cfg);
+  self->set_down_handler([self](caf::down_msg& dm) { on_down(self, dm); });
+  return {
+      [self](start_atom, std::uint16_t port) { on_start(self, port); },
+      [self](tick_atom) { on_tick(self); },
+      [self](join_atom, const caf::actor& peer, const std::string& bytes) -> std::string {
+        proto::Member p;
+        if (parse(bytes, &p)) add_peer(self, from_proto(p), peer);
+        return encode_members(self->state.table.all());
+      },
+      [self](members_atom, const std::string& bytes) {
+        std::vector<member> members;
+        if (decode_members(bytes, &members)) learn_all(self, members);
+      },
+      [self](publish_atom, const std::string& bytes) { return on_publish(self, bytes); },
+      [self](fetch_atom, const std::string& bytes) { return on_fetch(self, bytes); },
+      [self](open_atom, const caf::actor& relay, const std::string& node_id, const std::string& bytes) {
+        on_open(self, relay, node_id, bytes);
+      },
+      [self](close_atom, const caf::actor& relay, const std::string&, const std::string&) {
+        on_close(self, relay);
+      },
+      [self](stats_atom) { return on_stats(self); },
+      [self](nodes_atom) { return on_nodes(self); },
+      [self](done_atom, std::uint64_t token, const std::string& bytes) { on_done(self, token, bytes); },
+      [self](pull_atom, const std::string& tenant, const std::string& stream, const actors::hub_actor& hub) {
+        on_pull(self, {tenant, stream}, hub);
+      },
+      [self](retry_atom, std::uint64_t token) { on_pull_retry(self, token); },
+      [self](take_atom, const std::string& bytes) { return on_take(self, bytes); },
+      [self](taken_atom, const std::string& tenant, const std::string& stream, std::uint64_t epoch) {
+        on_taken(self, {tenant, stream}, epoch);
+      },
+      [self](adopt_atom, const std::string& tenant, const std::string& stream) {
+        self->state.cfg.hubs->get({tenant, stream});  // the hub pulls the log
+      },
+      [self](rebalance_atom, std::uint64_t generation) { on_rebalance(self, generation); },
+      [self](read_atom, const std::string& bytes) {
+        proto::ReadRequest r;
+        if (!parse(bytes, &r)) return std::string{};
+        return read_chunk(self, {r.tenant(), r.stream()}, r.after_seq(),
+                          std::min<std::uint32_t>(r.max_events(), 10000));
+      },
+      [self](drain_atom) { return on_drain(self); },
+      [self](settled_atom) -> caf::result<bool> {
+        if (settled(self)) return true;
+        auto rp = self->make_response_promise();
+        self->state.settle_waiters.push_back(rp);
+        return rp;
+      },
+      [self](srcsub_atom, const std::string& bytes) { return on_source_subscribe(self, bytes); },
+      [self](srcdone_atom, std::uint64_t token, const actors::source_lease_ptr& lease,
+             const std::string& node,
+             const std::string& reply) { on_source_subscribed(self, token, lease, node, reply); },
+      [self](srcunsub_atom, std::uint64_t lease) { self->state.leases.erase(lease); },
+      [self](drain_end_atom) { end_drain(self); },
+  };
+}
+
+}  // namespace tidings::cluster

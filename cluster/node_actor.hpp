@@ -1,0 +1,122 @@
+#pragma once
+
+// The one actor a node publishes on its cluster port (ADR 0015). It keeps
+// the membership (seeds dialled with bounded timeouts, gossip, a monitor on
+// every peer's node actor), publishes it to the cluster_view, and serves
+// what other nodes ask of the streams this node owns: forwarded publishes,
+// relay feeds and catch-up pages, and its counts for the admin view.
+
+#include <caf/all.hpp>
+#include <chrono>
+#include <functional>
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "actors/hub_registry.hpp"
+#include "actors/source_registry_actor.hpp"
+#include "cluster/cluster_view.hpp"
+#include "cluster/feed_sinks.hpp"
+#include "cluster/member_table.hpp"
+#include "persistence/group_commit.hpp"
+#include "proto/cluster.pb.h"
+
+namespace tidings::cluster {
+
+struct node_config {
+  member self;  // its cluster address's port may be 0 until start_atom
+  std::vector<std::string> seeds;
+  actors::hub_registry* hubs = nullptr;
+  actors::source_registry_actor sources;  // runs the sources other members place here
+  persistence::store* store = nullptr;
+  persistence::group_committer* committer = nullptr;
+  cluster_view* view = nullptr;
+  std::chrono::milliseconds connect_timeout{2000};
+  std::chrono::milliseconds request_timeout{5000};
+  std::chrono::milliseconds dial_interval{1000};
+  // This node's counts of sources, watches and sessions (they live in
+  // other actors and threads); calls back once, from any thread.
+  std::function<void(std::function<void(proto::NodeStats)>)> local_stats;
+};
+
+struct node_state {
+  static inline const char* name = "cluster-node";
+
+  explicit node_state() : table(member{}) {}
+
+  node_config cfg;
+  member_table table;
+  std::map<std::string, caf::actor> handles;   // up peers' node actors by id
+  std::map<caf::actor_addr, std::string> ids;  // and back
+  std::set<std::string> dialing;               // addresses with a dial in flight
+  struct feed {
+    std::string node;  // the relaying node
+    actors::stream_key stream;
+    std::shared_ptr<remote_feed> sink;
+  };
+  std::map<caf::actor_addr, feed> feeds;  // by relay
+  std::map<std::uint64_t, caf::response_promise> promises;
+  std::uint64_t next_token = 1;
+
+  // Pulls of a stream's log from its previous holder, by token (node_handoff.cpp).
+  struct pull_job {
+    actors::stream_key stream;
+    actors::hub_actor hub;
+    caf::actor holder;
+    std::string holder_id;
+    std::chrono::steady_clock::time_point give_up_at;
+    std::shared_ptr<actors::stream_handoff> log;
+  };
+  std::map<std::uint64_t, std::shared_ptr<pull_job>> pulls;
+  std::uint64_t rebalance_generation = 0;
+  // Draining: the streams not yet taken by their new owners.
+  // Source leases held here for other members (by our lease id).
+  struct held_lease {
+    std::string node;
+    actors::source_lease_ptr lease;
+  };
+  std::map<std::uint64_t, held_lease> leases;
+  // Asked to wait until the seeds are connected (the node starts its
+  // watches after that, so their sources are placed by a real view).
+  std::vector<caf::response_promise> settle_waiters;
+  bool draining = false;
+  std::set<actors::stream_key> handing;
+  std::optional<caf::response_promise> drain_reply;
+};
+
+using node_actor = caf::stateful_actor<node_state>;
+
+// Spawn, publish it on the cluster port, then send (start_atom, port).
+caf::behavior node(node_actor* self, node_config cfg);
+
+// node_handoff.cpp: moving streams' logs between nodes.
+void on_pull(node_actor* self, const actors::stream_key& key, const actors::hub_actor& hub);
+void on_pull_retry(node_actor* self, std::uint64_t token);
+caf::result<std::string> on_take(node_actor* self, const std::string& bytes);
+std::string read_chunk(node_actor* self, const actors::stream_key& key, std::uint64_t after_seq,
+                       std::size_t max);
+void on_taken(node_actor* self, const actors::stream_key& key, std::uint64_t epoch);
+// Asks the owners of the streams this node's store holds but no longer
+// owns to take them. Draining: remembers them in `handing`.
+void rebalance(node_actor* self);
+void on_rebalance(node_actor* self, std::uint64_t generation);
+// node_actor.cpp: membership changed; tell the view, the registry, the peers.
+void on_change(node_actor* self);
+bool settled(node_actor* self);
+caf::result<std::string> on_drain(node_actor* self);
+void end_drain(node_actor* self);
+
+// node_sources.cpp: sources run here for other members.
+caf::result<std::string> on_source_subscribe(node_actor* self, const std::string& bytes);
+void on_source_subscribed(node_actor* self, std::uint64_t token, const actors::source_lease_ptr& lease,
+                          const std::string& node, const std::string& reply);
+void drop_leases_of(node_actor* self, const std::string& node);
+
+// "host:port" -> (host, port); nullopt when malformed.
+std::optional<std::pair<std::string, std::uint16_t>> split_address(const std::string& address);
+
+}  // namespace tidings::cluster
+
+// A lease handed from the source registry to the node actor (local only).
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(tidings::actors::source_lease_ptr)

@@ -1,0 +1,285 @@
+// Streams change owners with their logs (ADR 0015): a new owner's hub holds
+// its requests and pulls the log from the stream's previous holder, chunk by
+// chunk; the holder answers once its moved hub has no write in flight, and
+// drops its copy when the new owner says the log is durable. A draining node
+// (and any node after a membership change) asks the new owners of what its
+// store still holds to pull it.
+
+#include "cluster/atoms.hpp"
+#include "cluster/node_actor.hpp"
+#include "cluster/wire.hpp"
+#include "logging/log.hpp"
+
+namespace tidings::cluster {
+namespace {
+
+using self_ptr = node_actor*;
+
+constexpr std::size_t chunk_events = 1000;
+// How long a new owner keeps asking a holder that does not see it as the
+// owner yet (views converge within a gossip round), and how long a drain
+// waits for the new owners to take everything.
+constexpr auto retry_for = std::chrono::seconds(3);
+constexpr auto retry_every = std::chrono::milliseconds(100);
+constexpr auto drain_for = std::chrono::seconds(15);
+
+void finish_pull(self_ptr self, std::uint64_t token, std::shared_ptr<actors::stream_handoff> log) {
+  auto& st = self->state;
+  auto it = st.pulls.find(token);
+  if (it == st.pulls.end()) return;
+  auto job = it->second;
+  st.pulls.erase(it);
+  if (log) {
+    auto holder = job->holder;
+    auto key = job->stream;
+    auto epoch = log->meta.epoch;
+    log->committed = [holder, key, epoch] {
+      caf::anon_send(holder, taken_atom::value, key.tenant, key.name, epoch);
+    };
+    logging::info("cluster.stream_taken", {{"stream", key.name},
+                                           {"from", job->holder_id},
+                                           {"events", static_cast<std::uint64_t>(log->events.size())}});
+  }
+  caf::anon_send(job->hub, actors::adopt_atom::value, actors::stream_handoff_ptr(std::move(log)));
+}
+
+void ask_holder(self_ptr self, std::uint64_t token, std::uint64_t after_seq) {
+  auto& st = self->state;
+  auto job = st.pulls.at(token);
+  proto::TakeRequest req;
+  req.set_tenant(job->stream.tenant);
+  req.set_stream(job->stream.name);
+  req.set_requester(st.table.self().id);
+  req.set_after_seq(after_seq);
+  self->request(job->holder, st.cfg.request_timeout, take_atom::value, req.SerializeAsString())
+      .then(
+          [self, token](const std::string& bytes) {
+            auto& st = self->state;
+            auto it = st.pulls.find(token);
+            if (it == st.pulls.end()) return;
+            auto job = it->second;
+            proto::TakeReply r;
+            if (!parse(bytes, &r) || r.status() == proto::TakeReply::NONE)
+              return finish_pull(self, token, job->log);
+            if (r.status() == proto::TakeReply::RETRY) {
+              if (std::chrono::steady_clock::now() < job->give_up_at)
+                return void(self->delayed_send(self, retry_every, retry_atom::value, token));
+              logging::warn("cluster.take_refused",
+                            {{"stream", job->stream.name}, {"holder", job->holder_id}});
+              return finish_pull(self, token, nullptr);
+            }
+            if (!job->log) {
+              job->log = std::make_shared<actors::stream_handoff>();
+              auto& m = job->log->meta;
+              m.epoch = r.epoch();
+              m.first_seq = r.first_seq();
+              m.head_seq = r.head_seq();
+              m.retention_count = r.retention_count();
+              m.retention_age_ms = r.retention_age_ms();
+              m.created_ms = r.created_ms();
+            }
+            for (auto& e : r.events()) {
+              persistence::stored_event ev;
+              ev.seq = e.seq();
+              ev.ev.path = e.path();
+              ev.ev.type = e.type();
+              ev.ev.data_json = e.data_json();
+              ev.ev.time_ms = e.time_ms();
+              job->log->events.push_back(std::move(ev));
+            }
+            if (r.more() && !job->log->events.empty())
+              return ask_holder(self, token, job->log->events.back().seq);
+            finish_pull(self, token, job->log);
+          },
+          [self, token](caf::error& err) {
+            auto& st = self->state;
+            auto it = st.pulls.find(token);
+            if (it == st.pulls.end()) return;
+            // The holder is gone or hung: go on with what this node has (the
+            // stream starts a new epoch if nothing; subscribers resync).
+            logging::warn("cluster.take_failed", {{"stream", it->second->stream.name},
+                                                  {"holder", it->second->holder_id},
+                                                  {"error", self->system().render(err)}});
+            finish_pull(self, token, nullptr);
+          });
+}
+
+}  // namespace
+
+// Up to `max` events of the stream's log after `after_seq`, from this
+// node's store, with its meta.
+std::string read_chunk(self_ptr self, const actors::stream_key& key, std::uint64_t after_seq,
+                       std::size_t max) {
+  auto& st = self->state;
+  proto::TakeReply r;
+  std::optional<persistence::stream_meta> meta;
+  if (auto s = st.cfg.store->get_stream(key.tenant, key.name, &meta); !s.ok() || !meta) {
+    r.set_status(proto::TakeReply::NONE);
+    return r.SerializeAsString();
+  }
+  r.set_status(proto::TakeReply::LOG);
+  r.set_epoch(meta->epoch);
+  r.set_first_seq(meta->first_seq);
+  r.set_head_seq(meta->head_seq);
+  r.set_retention_count(meta->retention_count);
+  r.set_retention_age_ms(meta->retention_age_ms);
+  r.set_created_ms(meta->created_ms);
+  auto after = std::max(after_seq, meta->first_seq - 1);
+  std::vector<persistence::stored_event> events;
+  if (auto s = st.cfg.store->read_events(meta->id, after, meta->head_seq, max, &events); !s.ok()) {
+    logging::error("cluster.take_read_failed", {{"stream", key.name}, {"error", s.message()}});
+    r.set_status(proto::TakeReply::RETRY);
+    return r.SerializeAsString();
+  }
+  for (auto& e : events) {
+    auto* w = r.add_events();
+    w->set_seq(e.seq);
+    w->set_path(e.ev.path);
+    w->set_type(e.ev.type);
+    w->set_data_json(e.ev.data_json);
+    w->set_time_ms(e.ev.time_ms);
+  }
+  r.set_more(!events.empty() && events.back().seq < meta->head_seq);
+  return r.SerializeAsString();
+}
+
+namespace {
+
+void rebalance_now(self_ptr self);
+
+}  // namespace
+
+void on_pull(self_ptr self, const actors::stream_key& key, const actors::hub_actor& hub) {
+  auto& st = self->state;
+  auto holder_id = st.cfg.view->previous_holder(key.tenant, key.name);
+  auto handle = st.handles.find(holder_id);
+  if (holder_id.empty() || handle == st.handles.end())
+    return caf::anon_send(hub, actors::adopt_atom::value, actors::stream_handoff_ptr{});
+  auto job = std::make_shared<node_state::pull_job>();
+  job->stream = key;
+  job->hub = hub;
+  job->holder = handle->second;
+  job->holder_id = holder_id;
+  job->give_up_at = std::chrono::steady_clock::now() + retry_for;
+  auto token = st.next_token++;
+  st.pulls.emplace(token, std::move(job));
+  ask_holder(self, token, 0);
+}
+
+void on_pull_retry(self_ptr self, std::uint64_t token) {
+  if (self->state.pulls.contains(token)) ask_holder(self, token, 0);
+}
+
+caf::result<std::string> on_take(self_ptr self, const std::string& bytes) {
+  auto& st = self->state;
+  proto::TakeRequest req;
+  proto::TakeReply retry;
+  retry.set_status(proto::TakeReply::RETRY);
+  if (!parse(bytes, &req)) return retry.SerializeAsString();
+  actors::stream_key key{req.tenant(), req.stream()};
+  // Only to the member this node also sees as the owner: a view that has
+  // not converged yet must not give a stream away twice.
+  if (st.cfg.view->owner_of(key.tenant, key.name) != req.requester()) return retry.SerializeAsString();
+  auto moved = st.cfg.hubs->moved_hub(key);
+  if (!moved) return read_chunk(self, key, req.after_seq(), chunk_events);
+  // The hub this node had may still be writing: answer after its last write.
+  auto rp = self->make_response_promise();
+  auto after = req.after_seq();
+  self->request(*moved, st.cfg.request_timeout, actors::quiesce_atom::value)
+      .then([self, rp, key, after](bool) mutable { rp.deliver(read_chunk(self, key, after, chunk_events)); },
+            [self, rp, key, after](caf::error&) mutable {
+              rp.deliver(read_chunk(self, key, after, chunk_events));
+            });
+  return rp;
+}
+
+void on_taken(self_ptr self, const actors::stream_key& key, std::uint64_t epoch) {
+  auto& st = self->state;
+  std::optional<persistence::stream_meta> meta;
+  if (auto s = st.cfg.store->get_stream(key.tenant, key.name, &meta);
+      s.ok() && meta && meta->epoch == epoch && !st.cfg.view->owner_of(key.tenant, key.name).empty()) {
+    // The new owner has it durable: this copy would only go stale.
+    persistence::write_set ws;
+    ws.meta_delete = std::make_pair(key.tenant, key.name);
+    ws.stream_id = meta->id;
+    ws.trim_before = meta->head_seq + 1;
+    st.cfg.committer->submit(std::move(ws), [name = key.name](const persistence::status& s) {
+      if (!s.ok()) logging::warn("cluster.drop_copy_failed", {{"stream", name}, {"error", s.message()}});
+    });
+    st.cfg.hubs->forget_moved(key);
+  }
+  if (st.handing.erase(key) > 0 && st.handing.empty()) end_drain(self);
+}
+
+void rebalance(self_ptr self) {
+  // After a short quiet time: a join or a drain changes membership on every
+  // node within one gossip round.
+  self->delayed_send(self, std::chrono::milliseconds(300), rebalance_atom::value,
+                     ++self->state.rebalance_generation);
+}
+
+namespace {
+
+void rebalance_now(self_ptr self) {
+  auto& st = self->state;
+  std::vector<persistence::stream_meta> metas;
+  if (auto s = st.cfg.store->load_streams(&metas); !s.ok()) {
+    logging::error("cluster.rebalance_failed", {{"error", s.message()}});
+    return;
+  }
+  std::size_t asked = 0;
+  for (auto& m : metas) {
+    if (st.cfg.hubs->pinned({m.tenant, m.name})) continue;
+    auto owner = st.cfg.view->owner_of(m.tenant, m.name);
+    if (owner.empty()) continue;
+    auto handle = st.handles.find(owner);
+    if (handle == st.handles.end()) continue;
+    if (st.draining) st.handing.insert({m.tenant, m.name});
+    self->send(handle->second, adopt_atom::value, m.tenant, m.name);
+    ++asked;
+  }
+  if (asked > 0) logging::info("cluster.rebalance", {{"streams", static_cast<std::uint64_t>(asked)}});
+}
+
+}  // namespace
+
+void on_rebalance(self_ptr self, std::uint64_t generation) {
+  if (generation == self->state.rebalance_generation) rebalance_now(self);
+}
+
+caf::result<std::string> on_drain(self_ptr self) {
+  auto& st = self->state;
+  if (st.draining) return std::string("already draining");
+  st.draining = true;
+  auto me = st.table.self();
+  me.draining = true;
+  st.table.set_self(me);
+  logging::info("cluster.draining", {{"node", me.id}});
+  // Everyone stops placing keys here (gossip); this node's hubs move now.
+  on_change(self);
+  ++st.rebalance_generation;
+  rebalance_now(self);
+  auto rp = self->make_response_promise();
+  st.drain_reply = rp;
+  if (st.handing.empty()) {
+    end_drain(self);
+  } else {
+    self->delayed_send(self, drain_for, drain_end_atom::value);
+  }
+  return rp;
+}
+
+void end_drain(self_ptr self) {
+  auto& st = self->state;
+  if (!st.drain_reply) return;
+  auto left = st.handing.size();
+  if (left > 0)
+    logging::warn("cluster.drain_incomplete", {{"streams_left", static_cast<std::uint64_t>(left)}});
+  else
+    logging::info("cluster.drained", {});
+  st.drain_reply->deliver(std::to_string(left));
+  st.drain_reply.reset();
+  st.handing.clear();
+}
+
+}  // namespace tidings::cluster

@@ -1,0 +1,117 @@
+#include "cluster/wire.hpp"
+
+namespace tidings::cluster {
+
+proto::Member to_proto(const member& m) {
+  proto::Member p;
+  p.set_id(m.id);
+  p.set_cluster_address(m.cluster_address);
+  p.set_http_address(m.http_address);
+  p.set_incarnation(m.incarnation);
+  p.set_draining(m.draining);
+  return p;
+}
+
+member from_proto(const proto::Member& p) {
+  return {p.id(), p.cluster_address(), p.http_address(), p.incarnation(), p.draining()};
+}
+
+std::string encode_members(const std::vector<member>& members) {
+  proto::Members p;
+  for (auto& m : members) *p.add_members() = to_proto(m);
+  return p.SerializeAsString();
+}
+
+bool decode_members(const std::string& bytes, std::vector<member>* out) {
+  proto::Members p;
+  if (!p.ParseFromString(bytes)) return false;
+  for (auto& m : p.members()) out->push_back(from_proto(m));
+  return true;
+}
+
+void add_frame(proto::FeedPage& page, const actors::frame_ptr& f) {
+  auto* w = page.add_frames();
+  w->set_seq(f->seq);
+  w->set_path(f->path);
+  w->set_bytes(f->bytes);
+  w->set_body_offset(static_cast<std::uint32_t>(f->body_offset));
+}
+
+std::vector<actors::frame_ptr> frames_of(const proto::FeedPage& page) {
+  std::vector<actors::frame_ptr> out;
+  out.reserve(static_cast<std::size_t>(page.frames_size()));
+  for (auto& w : page.frames()) {
+    core::sse_frame f;
+    f.seq = w.seq();
+    f.path = w.path();
+    f.bytes = w.bytes();
+    f.body_offset = std::min<std::size_t>(w.body_offset(), f.bytes.size());
+    out.push_back(std::make_shared<const core::sse_frame>(std::move(f)));
+  }
+  return out;
+}
+
+actors::publish_request_ptr publish_from_proto(const proto::PublishRequest& req) {
+  auto out = std::make_shared<actors::publish_request>();
+  out->idempotency_key = req.idempotency_key();
+  out->events.reserve(static_cast<std::size_t>(req.events_size()));
+  for (auto& e : req.events()) {
+    core::event ev;
+    ev.path = e.path();
+    ev.type = e.type();
+    ev.data_json = e.data_json();
+    out->events.push_back(std::move(ev));
+  }
+  return out;
+}
+
+proto::PublishReply to_proto(const actors::publish_result& r) {
+  proto::PublishReply p;
+  switch (r.outcome) {
+    case actors::publish_outcome::appended:
+      p.set_outcome(proto::PublishReply::APPENDED);
+      break;
+    case actors::publish_outcome::replayed:
+      p.set_outcome(proto::PublishReply::REPLAYED);
+      break;
+    case actors::publish_outcome::unavailable:
+      p.set_outcome(proto::PublishReply::UNAVAILABLE);
+      break;
+  }
+  if (!r.cursors.empty()) p.set_epoch(r.cursors.front().epoch);
+  for (auto& c : r.cursors) p.add_seqs(c.seq);
+  p.set_error(r.error);
+  return p;
+}
+
+actors::publish_result from_proto(const proto::PublishReply& p) {
+  actors::publish_result r;
+  switch (p.outcome()) {
+    case proto::PublishReply::APPENDED:
+      r.outcome = actors::publish_outcome::appended;
+      break;
+    case proto::PublishReply::REPLAYED:
+      r.outcome = actors::publish_outcome::replayed;
+      break;
+    default:
+      r.outcome = actors::publish_outcome::unavailable;
+      break;
+  }
+  for (auto seq : p.seqs()) r.cursors.push_back({p.epoch(), seq});
+  r.error = p.error();
+  return r;
+}
+
+proto::FeedPage::Status to_proto(actors::fetch_status s) {
+  switch (s) {
+    case actors::fetch_status::page:
+      return proto::FeedPage::PAGE;
+    case actors::fetch_status::caught_up:
+      return proto::FeedPage::CAUGHT_UP;
+    case actors::fetch_status::resync:
+      return proto::FeedPage::RESYNC;
+  }
+  return proto::FeedPage::RESYNC;
+}
+
+}  // namespace tidings::cluster

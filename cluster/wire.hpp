@@ -1,0 +1,38 @@
+#pragma once
+
+// Conversions between the node's own types and proto/cluster.proto, which
+// is all that crosses the middleman besides atoms and actor handles.
+
+#include <string>
+#include <vector>
+
+#include "actors/messages.hpp"
+#include "cluster/member_table.hpp"
+#include "proto/cluster.pb.h"
+
+namespace tidings::cluster {
+
+proto::Member to_proto(const member& m);
+member from_proto(const proto::Member& m);
+std::string encode_members(const std::vector<member>& members);
+// False when `bytes` is not a Members message.
+bool decode_members(const std::string& bytes, std::vector<member>* out);
+
+void add_frame(proto::FeedPage& page, const actors::frame_ptr& f);
+std::vector<actors::frame_ptr> frames_of(const proto::FeedPage& page);
+
+// A publish as the owner's hub takes it; `reply` is left for the caller.
+actors::publish_request_ptr publish_from_proto(const proto::PublishRequest& req);
+proto::PublishReply to_proto(const actors::publish_result& r);
+actors::publish_result from_proto(const proto::PublishReply& r);
+
+proto::FeedPage::Status to_proto(actors::fetch_status s);
+
+// A string with its parse checked: garbage from a peer is an error, never
+// a default-constructed message.
+template <class Message>
+bool parse(const std::string& bytes, Message* out) {
+  return out->ParseFromString(bytes);
+}
+
+}  // namespace tidings::cluster

@@ -1,0 +1,75 @@
+#include "tests/cluster/cluster_sessions.hpp"
+
+#include <stdexcept>
+
+#include "tests/support/publishing.hpp"
+
+namespace tidings::testing {
+
+std::vector<node_session> open_sessions(cluster_nodes& cluster, const std::vector<std::size_t>& nodes,
+                                        int per_node, const std::string& stream) {
+  std::vector<node_session> out;
+  for (auto node : nodes) {
+    for (int k = 0; k < per_node; ++k) {
+      node_session s;
+      s.node = node;
+      s.stream = std::make_unique<client::sse_stream>(cluster.endpoint(node), sse_target({stream}));
+      try {
+        await_hello(*s.stream);
+      } catch (const std::exception& e) {
+        throw std::runtime_error("session " + std::to_string(k) + " on node " + std::to_string(node) + ": " +
+                                 e.what());
+      }
+      out.push_back(std::move(s));
+    }
+  }
+  return out;
+}
+
+std::vector<std::string> publish_numbered(const client::endpoint& ep, const std::string& stream, int first,
+                                          int count) {
+  client::http_connection conn(ep);
+  std::vector<std::string> cursors;
+  for (int i = first; i < first + count; ++i)
+    cursors.push_back(publish(conn, stream, event_json("/e", "ADDED", nlohmann::json{{"i", i}})));
+  return cursors;
+}
+
+std::vector<std::string> cursors_of(const std::vector<data_event>& events) {
+  std::vector<std::string> out;
+  for (const auto& e : events) out.push_back(e.cursor);
+  return out;
+}
+
+std::vector<std::string> ids_of(const std::vector<data_event>& events) {
+  std::vector<std::string> out;
+  for (const auto& e : events) out.push_back(e.id);
+  return out;
+}
+
+std::string epoch_of(const std::string& cursor) {
+  auto colon = cursor.find(':');
+  if (colon == std::string::npos) throw std::runtime_error("not a cursor: '" + cursor + "'");
+  return cursor.substr(0, colon);
+}
+
+stream_info stream_info_of(const client::endpoint& ep, const std::string& stream) {
+  auto r = client::request(ep, "GET", "/v1/streams/" + stream);
+  stream_info out;
+  out.status = r.status;
+  if (r.status == 200) out.body = parse_body(r);
+  return out;
+}
+
+nlohmann::json admin_stream_row(const client::endpoint& ep, const std::string& stream) {
+  auto r = client::request(ep, "GET", "/admin/v1/streams");
+  if (r.status != 200)
+    throw std::runtime_error("GET /admin/v1/streams: status " + std::to_string(r.status) + ", body " +
+                             r.body);
+  const auto body = parse_body(r);
+  for (const auto& row : body.value("streams", nlohmann::json::array()))
+    if (row.value("name", "") == stream) return row;
+  return nullptr;
+}
+
+}  // namespace tidings::testing

@@ -1,0 +1,253 @@
+#include "tests/support/cluster_nodes.hpp"
+
+#include <algorithm>
+#include <cstdlib>
+#include <exception>
+#include <iostream>
+#include <set>
+#include <sstream>
+#include <stdexcept>
+#include <thread>
+
+#include "core/placement.hpp"
+#include "tests/support/publishing.hpp"
+
+namespace tidings::testing {
+
+namespace {
+
+using namespace std::chrono_literals;
+
+// The tenant every key belongs to on a node without tenants.
+constexpr const char* default_tenant = "default";
+
+// How long a node may take to open its cluster port once it serves HTTP
+// (it logs cluster.listening before node.listening, so this is slack).
+constexpr auto cluster_listening_timeout = 10s;
+
+std::string join(const std::vector<std::string>& parts, char sep) {
+  std::string out;
+  for (const auto& p : parts) {
+    if (!out.empty()) out += sep;
+    out += p;
+  }
+  return out;
+}
+
+}  // namespace
+
+struct cluster_nodes::node {
+  temp_dir dir;
+  std::unique_ptr<tidingsd_process> process;
+  std::string id;
+  std::string cluster_address;
+  // The stderr of runs before a restart: the current process only has its own.
+  std::string earlier_logs;
+  int runs = 0;
+};
+
+cluster_nodes::cluster_nodes(std::size_t count, std::vector<std::string> extra_args,
+                             std::chrono::milliseconds converge_timeout)
+    : extra_args_(std::move(extra_args)), exceptions_at_start_(std::uncaught_exceptions()) {
+  if (count == 0) throw std::invalid_argument("a cluster needs at least one node");
+  for (std::size_t i = 0; i < count; ++i) nodes_.push_back(std::make_unique<node>());
+  try {
+    start(0, {});
+    for (std::size_t i = 1; i < count; ++i) start(i, {at(0).cluster_address});
+    await_converged(converge_timeout);
+  } catch (const std::exception& e) {
+    // The destructor does not run for a constructor that throws: stop what
+    // started here, and say what the nodes said.
+    std::string message = std::string(e.what()) + "\n" + logs();
+    for (auto& n : nodes_)
+      if (n->process) n->process->kill9();
+    throw std::runtime_error(message);
+  }
+}
+
+cluster_nodes::~cluster_nodes() {
+  for (auto& n : nodes_)
+    if (n->process) n->process->kill9();
+  if (std::uncaught_exceptions() > exceptions_at_start_ || std::getenv("TIDINGS_CLUSTER_LOGS") != nullptr)
+    std::cerr << logs();
+}
+
+cluster_nodes::node& cluster_nodes::at(std::size_t i) {
+  if (i >= nodes_.size()) throw std::out_of_range("no cluster node " + std::to_string(i));
+  return *nodes_[i];
+}
+
+const cluster_nodes::node& cluster_nodes::at(std::size_t i) const {
+  if (i >= nodes_.size()) throw std::out_of_range("no cluster node " + std::to_string(i));
+  return *nodes_[i];
+}
+
+void cluster_nodes::start(std::size_t i, const std::vector<std::string>& seeds) {
+  auto& n = at(i);
+  if (n.process) {
+    n.earlier_logs += "---- run " + std::to_string(n.runs) + " ----\n" + n.process->log();
+    n.process.reset();
+  }
+  std::vector<std::string> args{"--cluster-listen", "127.0.0.1:0"};
+  if (!seeds.empty()) {
+    args.emplace_back("--seeds");
+    args.push_back(join(seeds, ','));
+  }
+  args.insert(args.end(), extra_args_.begin(), extra_args_.end());
+  n.process = std::make_unique<tidingsd_process>(n.dir.path(), std::move(args));
+  ++n.runs;
+
+  if (!n.process->await_log("\"event\":\"cluster.listening\"", cluster_listening_timeout))
+    throw std::runtime_error("node " + std::to_string(i) + " did not log cluster.listening");
+  // The log is NDJSON: the line's own fields, not a substring, say where it listens.
+  std::istringstream lines(n.process->log());
+  for (std::string line; std::getline(lines, line);) {
+    auto j = nlohmann::json::parse(line, nullptr, false);
+    if (j.is_discarded() || !j.is_object() || j.value("event", "") != "cluster.listening") continue;
+    n.cluster_address = j.value("address", "");
+    n.id = j.value("node", "");
+    break;
+  }
+  if (n.cluster_address.empty() || n.id.empty())
+    throw std::runtime_error("node " + std::to_string(i) + ": cluster.listening without address and node");
+}
+
+client::endpoint cluster_nodes::endpoint(std::size_t i) const {
+  return at(i).process->endpoint();
+}
+
+std::string cluster_nodes::http_address(std::size_t i) const {
+  auto ep = endpoint(i);
+  return ep.host + ":" + std::to_string(ep.port);
+}
+
+const std::string& cluster_nodes::node_id(std::size_t i) const {
+  return at(i).id;
+}
+
+const std::string& cluster_nodes::cluster_address(std::size_t i) const {
+  return at(i).cluster_address;
+}
+
+const std::filesystem::path& cluster_nodes::data_dir(std::size_t i) const {
+  return at(i).dir.path();
+}
+
+tidingsd_process& cluster_nodes::process(std::size_t i) {
+  return *at(i).process;
+}
+
+bool cluster_nodes::running(std::size_t i) const {
+  return at(i).process && at(i).process->pid() > 0;
+}
+
+std::vector<std::string> cluster_nodes::ids() const {
+  std::vector<std::string> out;
+  for (const auto& n : nodes_) out.push_back(n->id);
+  return out;
+}
+
+void cluster_nodes::kill9(std::size_t i) {
+  at(i).process->kill9();
+}
+
+int cluster_nodes::terminate(std::size_t i, std::chrono::milliseconds timeout) {
+  return at(i).process->terminate(timeout);
+}
+
+int cluster_nodes::await_exit(std::size_t i, std::chrono::milliseconds timeout) {
+  auto& p = *at(i).process;
+  bool stopped = p.await_log("\"event\":\"node.stopped\"", timeout);
+  // A node that logged node.stopped is returning from main; one that did not
+  // may have crashed (then it is already gone and this reaps it) or hang
+  // (then the short wait fails, and the SIGTERM it sends changes nothing
+  // the test looks at: the answer is -1 either way).
+  return p.terminate(stopped ? std::chrono::milliseconds(10s) : std::chrono::milliseconds(100));
+}
+
+void cluster_nodes::restart(std::size_t i) {
+  if (running(i)) throw std::logic_error("restart of node " + std::to_string(i) + ", which still runs");
+  std::vector<std::string> seeds;
+  for (std::size_t j = 0; j < nodes_.size(); ++j)
+    if (j != i && running(j)) seeds.push_back(at(j).cluster_address);
+  const auto old_id = at(i).id;
+  start(i, seeds);
+  if (at(i).id != old_id)
+    throw std::runtime_error("node " + std::to_string(i) + " came back as " + at(i).id + ", not " + old_id);
+}
+
+nlohmann::json cluster_nodes::nodes_view(std::size_t i) const {
+  // The view answers within 2 s by contract; the rest is slack for a busy machine.
+  auto r = client::request(endpoint(i), "GET", "/admin/v1/nodes", {}, {}, 5s);
+  if (r.status != 200)
+    throw std::runtime_error("GET /admin/v1/nodes on node " + std::to_string(i) + ": status " +
+                             std::to_string(r.status) + ", body " + r.body);
+  return parse_body(r);
+}
+
+void cluster_nodes::await_converged(std::chrono::milliseconds timeout) {
+  std::set<std::string> expected;
+  for (std::size_t i = 0; i < nodes_.size(); ++i)
+    if (running(i)) expected.insert(at(i).id);
+
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  auto pause = 25ms;
+  std::string last;
+  for (;;) {
+    bool all = true;
+    last.clear();
+    for (std::size_t i = 0; i < nodes_.size() && all; ++i) {
+      if (!running(i)) continue;
+      try {
+        auto view = nodes_view(i);
+        std::set<std::string> alive;
+        for (const auto& row : view.value("nodes", nlohmann::json::array()))
+          if (row.value("state", "") == "alive") alive.insert(row.value("id", ""));
+        all = alive == expected;
+        last = "node " + std::to_string(i) + ": " + view.dump();
+      } catch (const std::exception& e) {
+        // A node that is still starting or stopping may not answer yet.
+        all = false;
+        last = "node " + std::to_string(i) + ": " + e.what();
+      }
+    }
+    if (all) return;
+    if (std::chrono::steady_clock::now() + pause > deadline)
+      throw std::runtime_error("the cluster did not converge on " +
+                               join(std::vector<std::string>(expected.begin(), expected.end()), ',') +
+                               " within " + std::to_string(timeout.count()) + " ms; last view " + last);
+    // Membership spreads by gossip rounds of about a second: polling an
+    // admin view with a growing pause is the bounded way to see it settle.
+    std::this_thread::sleep_for(pause);
+    pause = std::min<std::chrono::milliseconds>(pause * 2, 250ms);
+  }
+}
+
+std::string cluster_nodes::owned_stream(std::size_t owner, const std::string& prefix,
+                                        std::optional<std::size_t> successor) const {
+  const auto members = ids();
+  const auto& owner_id = at(owner).id;
+  std::vector<std::string> others;
+  for (const auto& id : members)
+    if (id != owner_id) others.push_back(id);
+  for (int k = 0; k < 100000; ++k) {
+    auto name = prefix + std::to_string(k);
+    if (core::owner_of(members, default_tenant, name) != owner_id) continue;
+    if (successor && core::owner_of(others, default_tenant, name) != at(*successor).id) continue;
+    return name;
+  }
+  throw std::runtime_error("no stream named " + prefix + "N is placed on node " + std::to_string(owner));
+}
+
+std::string cluster_nodes::logs() const {
+  std::string out;
+  for (std::size_t i = 0; i < nodes_.size(); ++i) {
+    const auto& n = *nodes_[i];
+    out += "==== node " + std::to_string(i) + " (" + n.id + ") ====\n";
+    out += n.earlier_logs;
+    if (n.process) out += "---- run " + std::to_string(n.runs) + " ----\n" + n.process->log();
+  }
+  return out;
+}
+
+}  // namespace tidings::testing
