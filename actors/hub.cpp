@@ -346,6 +346,7 @@ void on_adopt(self_ptr self, const stream_handoff_ptr& handoff) {
   ws.meta = m;
   ws.stream_id = id;
   ws.events = handoff->events;
+  ws.idempotency = handoff->idempotency;
   st.adopting = m;
   st.adopted_callback = handoff->committed;
   hub_actor handle = self;

@@ -6,11 +6,8 @@ hub_registry::hub_registry(caf::actor_system& sys, persistence::store& store,
                            persistence::group_committer& committer, hub_defaults defaults)
     : sys_(sys), store_(store), committer_(committer), defaults_(defaults) {}
 
-// A watch's notices commit together with the watch's progress, which only
-// the node running the watch has: its stream stays with it (ADR 0015). A
-// source's stream does not: the source itself runs on its stream's owner.
 bool hub_registry::pinned_locked(const stream_key& key) const {
-  return key.name.starts_with("watch:") || pins_.contains(key);
+  return pins_.contains(key);
 }
 
 bool hub_registry::pinned(const stream_key& key) const {

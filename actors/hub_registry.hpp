@@ -59,9 +59,9 @@ class hub_registry {
   probe* metrics() const { return defaults_.metrics; }
 
   // A stream that stays on this node whatever placement says: a watch's
-  // (its notices commit together with this node's watch records), and a
-  // source's while the source runs here (its reads commit together with
-  // its snapshot here; ADR 0015).
+  // notice stream while the watch is here, a source's stream while the
+  // source runs here (their writes commit together with this node's watch
+  // progress or source snapshot; ADR 0015). Counted: pin and unpin pair.
   bool pinned(const stream_key& key) const;
   void pin(const stream_key& key);
   void unpin(const stream_key& key);

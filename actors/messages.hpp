@@ -67,6 +67,7 @@ using publish_request_ptr = std::shared_ptr<publish_request>;
 struct stream_handoff {
   persistence::stream_meta meta;  // id is the receiver's to choose
   std::vector<persistence::stored_event> events;
+  std::vector<std::pair<std::string, persistence::idempotency_record>> idempotency;  // of meta.epoch
   // Called once the receiver has made it durable (the holder may then
   // delete its copy).
   std::function<void()> committed;

@@ -73,6 +73,16 @@ void reply(const job_ptr& job, watch_start_reply r) {
   if (done) done(std::move(r));
 }
 
+// A watch's notices commit together with its progress in this node's
+// store, so its notice stream stays here while the watch exists here,
+// whatever the cluster's placement says (ADR 0015).
+void sync_pin(watch_manager_state& st, const persistence::watch_id& id) {
+  bool want = st.watches.contains(id) || st.starting.contains(id);
+  stream_key key{id.tenant, core::watch_notice_stream(id.name)};
+  if (want && st.pinned.insert(id).second) st.cfg.hubs->pin(key);
+  if (!want && st.pinned.erase(id) > 0) st.cfg.hubs->unpin(key);
+}
+
 void forget_child_waits(watch_manager_state& st, const watch_entry& entry) {
   if (entry.filter) st.on_child_down.erase(entry.filter.address());
   if (entry.debounce) st.on_child_down.erase(entry.debounce.address());
@@ -104,6 +114,7 @@ void abort_start(self_ptr self, const job_ptr& job, watch_error error) {
   job->lease.reset();
   job->fresh.lease.reset();
   st.starting.erase(job->spec.id);
+  sync_pin(st, job->spec.id);
   logging::debug("watch.start_failed", {{"watch", job->spec.id.name}, {"error", error.message}});
   reply(job, watch_start_reply{std::move(error), {}, false});
 }
@@ -348,6 +359,7 @@ void spawn_pipeline(self_ptr self, const job_ptr& job) {
   dcfg.stream = uri->stream;
   dcfg.policy.quiet = std::chrono::milliseconds(spec.debounce_ms);
   dcfg.policy.max_wait = std::chrono::milliseconds(spec.max_wait_ms);
+  sync_pin(st, id);
   dcfg.notices = st.cfg.hubs->get({id.tenant, core::watch_notice_stream(id.name)});
   dcfg.committer = st.cfg.committer;
   dcfg.stats = stats;
@@ -407,6 +419,7 @@ void on_stop(self_ptr self, const watch_stop_request_ptr& req) {
     ws.watch_deletes.push_back(req->id);
     write(self, std::move(ws), [self, req](const std::string& err) {
       self->state.watches.erase(req->id);
+      sync_pin(self->state, req->id);
       if (!err.empty())
         return req->reply(
             error_of(watch_error_kind::unavailable, "stopped, but not removed from storage: " + err), true);
@@ -550,6 +563,7 @@ void keep_restore_failed(self_ptr self, const persistence::watch_spec& spec, con
           } else {
             logging::warn("watch.dropped", {{"watch", spec.id.name}, {"error", r.error->message}});
             self->state.watches.erase(spec.id);
+            sync_pin(self->state, spec.id);
             drop_spec(self, spec.id);
           }
         };

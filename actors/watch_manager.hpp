@@ -47,6 +47,9 @@ struct watch_manager_state {
   watch_manager_config cfg;
   std::map<persistence::watch_id, watch_entry> watches;
   std::set<persistence::watch_id> starting;
+  // Watches whose notice stream this node keeps (pinned in the hub
+  // registry) while it runs, starts or lists them (sync_pin).
+  std::set<persistence::watch_id> pinned;
   // Actors not yet down. Shutdown waits for the debounces only: a filter
   // never writes, and one stuck in a Lua C function cannot be waited for.
   std::set<caf::actor_addr> filters;

@@ -73,6 +73,11 @@ struct cluster_hooks {
       read;
   // Every member as a JSON array of rows (nullopt: no answer in time).
   std::function<void(std::function<void(std::optional<std::string>)>)> nodes;
+  // Watches on whichever member runs them (the request's reply is called
+  // from any thread).
+  std::function<void(actors::watch_start_request_ptr)> start_watch;
+  std::function<void(actors::watch_list_request_ptr)> list_watches;
+  std::function<void(actors::watch_stop_request_ptr)> stop_watch;
 };
 
 // The node as the admin API shows it, known once it listens.

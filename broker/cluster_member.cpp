@@ -25,7 +25,7 @@ cluster_member::~cluster_member() {
 
 std::unique_ptr<cluster_member> cluster_member::start(
     caf::actor_system& system, const config& cfg, identity who, actors::hub_registry& hubs,
-    actors::source_registry_actor sources, persistence::store& store, persistence::group_committer& committer,
+    actors::source_registry_actor sources, actors::watch_manager_actor watches, persistence::store& store, persistence::group_committer& committer,
     std::function<void(std::function<void(local_node_counts)>)> counts, std::string* error) {
   auto listen = cluster::split_address(*cfg.cluster_listen);
   if (!listen) {
@@ -39,6 +39,7 @@ std::unique_ptr<cluster_member> cluster_member::start(
   ncfg.seeds = cfg.seeds;
   ncfg.hubs = &hubs;
   ncfg.sources = std::move(sources);
+  ncfg.watches = std::move(watches);
   ncfg.store = &store;
   ncfg.committer = &committer;
   ncfg.view = view.get();
@@ -80,7 +81,67 @@ cluster_hooks cluster_member::hooks() {
     read(tenant, stream, after_seq, max, std::move(done));
   };
   h.nodes = [this](std::function<void(std::optional<std::string>)> reply) { nodes(std::move(reply)); };
+  h.start_watch = [this](actors::watch_start_request_ptr req) {
+    proto::WatchStart p;
+    const auto& spec = req->spec;
+    p.set_tenant(spec.id.tenant);
+    p.set_name(spec.id.name);
+    p.set_uri(spec.uri);
+    p.set_has_on_event(spec.on_event.has_value());
+    if (spec.on_event) p.set_on_event(*spec.on_event);
+    p.set_debounce_ms(spec.debounce_ms);
+    p.set_max_wait_ms(spec.max_wait_ms);
+    p.set_created_ms(spec.created_ms);
+    p.set_max_watches(req->max_watches);
+    ask(std::chrono::seconds(45), caf::make_message(cluster::wstart_atom::value, p.SerializeAsString()),
+        [req](std::optional<std::string> reply) {
+          proto::WatchStartReply r;
+          actors::watch_start_reply out;
+          if (!reply || !r.ParseFromString(*reply))
+            out.error = actors::watch_error{actors::watch_error_kind::unavailable, "the cluster did not answer"};
+          else if (!r.ok())
+            out.error = actors::watch_error{static_cast<actors::watch_error_kind>(r.error_kind()), r.error()};
+          out.shape = r.shape();
+          out.replaced = r.replaced();
+          req->reply(out);
+        });
+  };
+  h.list_watches = [this](actors::watch_list_request_ptr req) {
+    ask(std::chrono::seconds(5), caf::make_message(cluster::wlist_atom::value, req->tenant),
+        [req](std::optional<std::string> reply) {
+          proto::WatchList r;
+          std::vector<actors::watch_info> out;
+          if (reply && r.ParseFromString(*reply))
+            for (auto& w : r.watches())
+              out.push_back({w.name(), w.uri(), w.shape(), w.events(), w.notices(), w.filter_errors(), w.state(),
+                             w.restore_failed(), w.error()});
+          req->reply(out);
+        });
+  };
+  h.stop_watch = [this](actors::watch_stop_request_ptr req) {
+    ask(std::chrono::seconds(5), caf::make_message(cluster::wstop_atom::value, req->id.tenant, req->id.name),
+        [req](std::optional<std::string> reply) {
+          proto::WatchStopReply r;
+          if (!reply || !r.ParseFromString(*reply))
+            return req->reply(
+                actors::watch_error{actors::watch_error_kind::unavailable, "the cluster did not answer"}, false);
+          if (!r.ok())
+            return req->reply(
+                actors::watch_error{static_cast<actors::watch_error_kind>(r.error_kind()), r.error()}, r.stopped());
+          req->reply(std::nullopt, r.stopped());
+        });
+  };
   return h;
+}
+
+void cluster_member::ask(std::chrono::milliseconds timeout, caf::message message,
+                         std::function<void(std::optional<std::string>)> done) {
+  if (!node_) return done(std::nullopt);
+  system_.spawn([node = node_, timeout, message = std::move(message),
+                 done = std::move(done)](caf::event_based_actor* self) {
+    self->request(node, timeout, message)
+        .then([done](const std::string& reply) { done(reply); }, [done](caf::error&) { done(std::nullopt); });
+  });
 }
 
 void cluster_member::read(const std::string& tenant, const std::string& stream, std::uint64_t after_seq,
@@ -129,13 +190,7 @@ void cluster_member::read(const std::string& tenant, const std::string& stream, 
 }
 
 void cluster_member::nodes(std::function<void(std::optional<std::string>)> reply) {
-  if (!node_) return reply(std::nullopt);
-  // A short-lived actor makes the request, so no I/O thread blocks on it.
-  system_.spawn([node = node_, reply = std::move(reply)](caf::event_based_actor* self) {
-    self->request(node, std::chrono::seconds(3), cluster::nodes_atom::value)
-        .then([reply](const std::string& rows) { reply(rows); },
-              [reply](caf::error&) { reply(std::nullopt); });
-  });
+  ask(std::chrono::seconds(3), caf::make_message(cluster::nodes_atom::value), std::move(reply));
 }
 
 bool cluster_member::await_settled(std::chrono::milliseconds timeout) {

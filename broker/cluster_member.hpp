@@ -33,7 +33,7 @@ class cluster_member {
   // seeds; nullptr with *error set when the port cannot be opened.
   static std::unique_ptr<cluster_member> start(
       caf::actor_system& system, const config& cfg, identity who, actors::hub_registry& hubs,
-      actors::source_registry_actor sources, persistence::store& store,
+      actors::source_registry_actor sources, actors::watch_manager_actor watches, persistence::store& store,
       persistence::group_committer& committer,
       std::function<void(std::function<void(local_node_counts)>)> counts, std::string* error);
   ~cluster_member();
@@ -59,6 +59,11 @@ class cluster_member {
 
  private:
   cluster_member(caf::actor_system& system, std::unique_ptr<cluster::cluster_view> view);
+  // Asks the node actor `message` (a short-lived actor makes the request,
+  // so no I/O thread blocks on it); `done` gets the reply, or nullopt when
+  // there was none within `timeout`.
+  void ask(std::chrono::milliseconds timeout, caf::message message,
+           std::function<void(std::optional<std::string>)> done);
   caf::actor_system& system_;
   std::unique_ptr<cluster::cluster_view> view_;
   actors::hub_registry* hubs_ = nullptr;

@@ -383,6 +383,20 @@ parse_outcome parse_config(const std::vector<std::string>& args) {
             "cluster-listen: refusing to listen on " + *c.cluster_listen +
                 ": without tenants (no auth) only loopback is allowed; configure tenants: first",
             false};
+  auto wildcard = [](const std::string& host_port) {
+    auto host = host_port.substr(0, host_port.rfind(':'));
+    return host == "0.0.0.0" || host == "::" || host == "[::]";
+  };
+  if (c.cluster_listen && wildcard(*c.cluster_listen) && c.cluster_advertise.empty())
+    return {std::nullopt,
+            "cluster-advertise: cluster-listen " + *c.cluster_listen +
+                " is a wildcard address; set cluster-advertise to the HOST:PORT other nodes dial",
+            false};
+  if (c.cluster_listen && wildcard(c.listen_host + ":") && c.advertise.empty())
+    return {std::nullopt,
+            "advertise: listen " + c.listen_host +
+                " is a wildcard address; in a cluster set advertise to the HOST:PORT clients reach this node at",
+            false};
   if (!c.cluster_listen && (!c.seeds.empty() || !c.cluster_advertise.empty()))
     return {std::nullopt, "seeds: a cluster needs cluster-listen too", false};
   if (c.audit_log.empty()) c.audit_log = c.data_dir + "/audit.ndjson";

@@ -276,7 +276,7 @@ int run_node(const config& cfg) {
       std::string error;
       cluster = cluster_member::start(
           system, cfg, {node_id, cfg.advertise.empty() ? address : cfg.advertise, started_at_ms}, hubs,
-          source_registry, *store, committer,
+          source_registry, watches, *store, committer,
           [&routes](std::function<void(local_node_counts)> done) { routes.local_counts(std::move(done)); },
           &error);
       if (!cluster) {

@@ -123,6 +123,7 @@ route_result api::start_watch(const http_request& req, const caller& who, respon
     if (r.error) return respond(error_response(status_of(r.error->kind), r.error->message));
     respond(json_response(r.replaced ? 200 : 201, {{"name", name}, {"uri", uri}, {"shape", r.shape}}));
   };
+  if (cluster_.start_watch) return cluster_.start_watch(std::move(request)), route_result{};
   caf::anon_send(watches_, actors::start_atom::value, actors::watch_start_request_ptr(std::move(request)));
   return {};
 }
@@ -146,6 +147,7 @@ route_result api::list_watches(std::optional<std::string> name, const caller& wh
       if (w.name == *name && visible(w)) return respond(json_response(200, info_json(w)));
     respond(error_response(404, "no watch named '" + *name + "'"));
   };
+  if (cluster_.list_watches) return cluster_.list_watches(std::move(request)), route_result{};
   caf::anon_send(watches_, actors::list_atom::value, actors::watch_list_request_ptr(std::move(request)));
   return {};
 }
@@ -161,6 +163,7 @@ route_result api::stop_watch(const std::string& name, const http_request& req, c
     if (error) return respond(error_response(status_of(error->kind), error->message));
     respond(json_response(200, {{"stopped", stopped}}));
   };
+  if (cluster_.stop_watch) return cluster_.stop_watch(std::move(request)), route_result{};
   caf::anon_send(watches_, actors::stop_atom::value, actors::watch_stop_request_ptr(std::move(request)));
   return {};
 }

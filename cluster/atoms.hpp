@@ -22,6 +22,14 @@ using read_atom = caf::atom_constant<caf::atom("cread")>;          // (ReadReque
 using srcsub_atom = caf::atom_constant<caf::atom("csrcsub")>;      // (SourceSubRequest) -> SourceSubReply
 using srcunsub_atom = caf::atom_constant<caf::atom("csrcunsub")>;  // (lease id)
 using srcdone_atom = caf::atom_constant<caf::atom("csrcdone")>;    // local: a subscription answered
+// Watches: the *here forms run on the receiving node only; the others
+// (asked by this node's routes) cover the whole cluster.
+using wstart_atom = caf::atom_constant<caf::atom("cwstart")>;        // (WatchStart) -> WatchStartReply
+using wstart_here_atom = caf::atom_constant<caf::atom("cwstarth")>;  // (WatchStart) -> WatchStartReply
+using wlist_atom = caf::atom_constant<caf::atom("cwlist")>;          // (tenant) -> WatchList
+using wlist_here_atom = caf::atom_constant<caf::atom("cwlisth")>;    // (tenant) -> WatchList
+using wstop_atom = caf::atom_constant<caf::atom("cwstop")>;          // (tenant, name) -> WatchStopReply
+using wstop_here_atom = caf::atom_constant<caf::atom("cwstoph")>;    // (tenant, name) -> WatchStopReply
 // owner node -> relay
 using page_atom = caf::atom_constant<caf::atom("cpage")>;  // (FeedPage)
 // local only

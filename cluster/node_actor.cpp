@@ -46,10 +46,14 @@ void on_change(self_ptr self) {
   auto gossip = encode_members(st.table.all());
   for (auto& [id, handle] : st.handles) self->send(handle, members_atom::value, gossip);
   rebalance(self);
-  if (!st.settle_waiters.empty() && settled(self)) {
-    for (auto& rp : st.settle_waiters) rp.deliver(true);
-    st.settle_waiters.clear();
-  }
+  answer_if_settled(self);
+}
+
+void answer_if_settled(self_ptr self) {
+  auto& st = self->state;
+  if (st.settle_waiters.empty() || !settled(self)) return;
+  for (auto& rp : st.settle_waiters) rp.deliver(true);
+  st.settle_waiters.clear();
 }
 
 // Every seed is a connected member and no dial is pending.
@@ -111,6 +115,7 @@ void join(self_ptr self, const caf::actor& peer, const std::string& address) {
       .then(
           [self, peer, address](const std::string& bytes) {
             self->state.dialing.erase(address);
+            answer_if_settled(self);
             std::vector<member> members;
             if (!decode_members(bytes, &members) || members.empty()) {
               logging::warn("cluster.bad_join_reply", {{"address", address}});
@@ -121,6 +126,7 @@ void join(self_ptr self, const caf::actor& peer, const std::string& address) {
           },
           [self, address](caf::error& err) {
             self->state.dialing.erase(address);
+            answer_if_settled(self);
             logging::debug("cluster.join_failed",
                            {{"address", address}, {"error", self->system().render(err)}});
           });
@@ -140,12 +146,13 @@ void dial(self_ptr self, const std::string& address) {
           [self, address](const caf::node_id&, caf::strong_actor_ptr& ptr, const std::set<std::string>&) {
             if (!ptr) {
               self->state.dialing.erase(address);
-              return;
+              return answer_if_settled(self);
             }
             join(self, caf::actor_cast<caf::actor>(ptr), address);
           },
           [self, address](caf::error& err) {
             self->state.dialing.erase(address);
+            answer_if_settled(self);
             logging::debug("cluster.dial_failed",
                            {{"address", address}, {"error", self->system().render(err)}});
           });
@@ -186,10 +193,23 @@ void on_down(self_ptr self, const caf::down_msg& dm) {
 
 // --- serving other nodes -----------------------------------------------------
 
+// Requests from other members are served only for streams this node owns
+// in its own view: while views differ, forwarding on would bounce a request
+// between nodes. The asker retries (its relay) or answers 503 (a publish).
+bool owns(self_ptr self, const actors::stream_key& key) {
+  return self->state.cfg.view->owner_of(key.tenant, key.name).empty() || self->state.cfg.hubs->pinned(key);
+}
+
 caf::result<std::string> on_publish(self_ptr self, const std::string& bytes) {
   proto::PublishRequest p;
   if (!parse(bytes, &p) || p.stream().empty()) {
     actors::publish_result r{actors::publish_outcome::unavailable, {}, "unreadable forwarded publish"};
+    return to_proto(r).SerializeAsString();
+  }
+  if (!owns(self, {p.tenant(), p.stream()})) {
+    actors::publish_result r{actors::publish_outcome::unavailable,
+                             {},
+                             "the stream is moving between nodes; retry (with the same Idempotency-Key)"};
     return to_proto(r).SerializeAsString();
   }
   auto req = publish_from_proto(p);
@@ -210,6 +230,12 @@ caf::result<std::string> on_fetch(self_ptr self, const std::string& bytes) {
     page.set_reason("bad_request");
     return page.SerializeAsString();
   }
+  if (!owns(self, {p.tenant(), p.stream()})) {
+    proto::FeedPage page;
+    page.set_status(proto::FeedPage::RESYNC);
+    page.set_reason("owner_unreachable");
+    return page.SerializeAsString();
+  }
   auto token = keep_promise(self, self->make_response_promise());
   auto req = std::make_shared<actors::fetch_request>();
   req->sink = std::make_shared<one_fetch>(caf::actor_cast<caf::actor>(self), token);
@@ -226,6 +252,7 @@ void on_open(self_ptr self, const caf::actor& relay, const std::string& node_id,
   if (!relay || !parse(bytes, &p) || p.stream().empty()) return;
   actors::stream_key key{p.tenant(), p.stream()};
   auto sink = std::make_shared<remote_feed>(relay);
+  if (!owns(self, key)) return sink->moved(key, {});  // the relay tries again shortly
   if (auto old = st.feeds.find(relay.address()); old != st.feeds.end()) {
     // The relay reopens (a gap or a retry): its old feed goes.
     caf::anon_send(st.cfg.hubs->get(old->second.stream), actors::unsub_atom::value,
@@ -428,6 +455,16 @@ caf::behavior node(node_actor* self, node_config cfg) {
              const std::string& node,
              const std::string& reply) { on_source_subscribed(self, token, lease, node, reply); },
       [self](srcunsub_atom, std::uint64_t lease) { self->state.leases.erase(lease); },
+      [self](wstart_atom, const std::string& bytes) { return on_watch_start(self, bytes); },
+      [self](wstart_here_atom, const std::string& bytes) { return on_watch_start_here(self, bytes); },
+      [self](wlist_atom, const std::string& tenant) { return on_watch_list(self, tenant); },
+      [self](wlist_here_atom, const std::string& tenant) { return on_watch_list_here(self, tenant); },
+      [self](wstop_atom, const std::string& tenant, const std::string& name) {
+        return on_watch_stop(self, tenant, name);
+      },
+      [self](wstop_here_atom, const std::string& tenant, const std::string& name) {
+        return on_watch_stop_here(self, tenant, name);
+      },
       [self](drain_end_atom) { end_drain(self); },
   };
 }

@@ -16,6 +16,7 @@
 
 #include "actors/hub_registry.hpp"
 #include "actors/source_registry_actor.hpp"
+#include "actors/watch_actors.hpp"
 #include "cluster/cluster_view.hpp"
 #include "cluster/feed_sinks.hpp"
 #include "cluster/member_table.hpp"
@@ -29,6 +30,7 @@ struct node_config {
   std::vector<std::string> seeds;
   actors::hub_registry* hubs = nullptr;
   actors::source_registry_actor sources;  // runs the sources other members place here
+  actors::watch_manager_actor watches;    // runs the watches placed here
   persistence::store* store = nullptr;
   persistence::group_committer* committer = nullptr;
   cluster_view* view = nullptr;
@@ -104,6 +106,8 @@ void on_rebalance(node_actor* self, std::uint64_t generation);
 // node_actor.cpp: membership changed; tell the view, the registry, the peers.
 void on_change(node_actor* self);
 bool settled(node_actor* self);
+// Answers the start's wait once settled() holds.
+void answer_if_settled(node_actor* self);
 caf::result<std::string> on_drain(node_actor* self);
 void end_drain(node_actor* self);
 
@@ -112,6 +116,14 @@ caf::result<std::string> on_source_subscribe(node_actor* self, const std::string
 void on_source_subscribed(node_actor* self, std::uint64_t token, const actors::source_lease_ptr& lease,
                           const std::string& node, const std::string& reply);
 void drop_leases_of(node_actor* self, const std::string& node);
+
+// node_watches.cpp: watches reachable from every member.
+caf::result<std::string> on_watch_start(node_actor* self, const std::string& bytes);
+caf::result<std::string> on_watch_start_here(node_actor* self, const std::string& bytes);
+caf::result<std::string> on_watch_list(node_actor* self, const std::string& tenant);
+caf::result<std::string> on_watch_list_here(node_actor* self, const std::string& tenant);
+caf::result<std::string> on_watch_stop(node_actor* self, const std::string& tenant, const std::string& name);
+caf::result<std::string> on_watch_stop_here(node_actor* self, const std::string& tenant, const std::string& name);
 
 // "host:port" -> (host, port); nullopt when malformed.
 std::optional<std::pair<std::string, std::uint16_t>> split_address(const std::string& address);

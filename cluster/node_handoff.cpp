@@ -59,9 +59,14 @@ void ask_holder(self_ptr self, std::uint64_t token, std::uint64_t after_seq) {
             if (it == st.pulls.end()) return;
             auto job = it->second;
             proto::TakeReply r;
-            if (!parse(bytes, &r) || r.status() == proto::TakeReply::NONE)
-              return finish_pull(self, token, job->log);
+            if (!parse(bytes, &r) || r.status() == proto::TakeReply::NONE) {
+              // NONE halfway through (the holder lost its copy) is no log
+              // at all, never a partial one.
+              if (job->log) logging::warn("cluster.take_broken", {{"stream", job->stream.name}});
+              return finish_pull(self, token, nullptr);
+            }
             if (r.status() == proto::TakeReply::RETRY) {
+              job->log.reset();  // the retry starts again from the beginning
               if (std::chrono::steady_clock::now() < job->give_up_at)
                 return void(self->delayed_send(self, retry_every, retry_atom::value, token));
               logging::warn("cluster.take_refused",
@@ -70,6 +75,9 @@ void ask_holder(self_ptr self, std::uint64_t token, std::uint64_t after_seq) {
             }
             if (!job->log) {
               job->log = std::make_shared<actors::stream_handoff>();
+              for (auto& k : r.idempotency())
+                job->log->idempotency.push_back(
+                    {k.key(), persistence::idempotency_record{r.epoch(), k.first_seq(), k.count(), k.time_ms()}});
               auto& m = job->log->meta;
               m.epoch = r.epoch();
               m.first_seq = r.first_seq();
@@ -131,6 +139,18 @@ std::string read_chunk(self_ptr self, const actors::stream_key& key, std::uint64
     r.set_status(proto::TakeReply::RETRY);
     return r.SerializeAsString();
   }
+  // The keys go with the first chunk (bounded like a chunk).
+  std::vector<std::pair<std::string, persistence::idempotency_record>> keys;
+  if (after_seq == 0 && st.cfg.store->list_idempotency(meta->id, 10 * chunk_events, &keys).ok()) {
+    for (auto& [k, rec] : keys) {
+      if (rec.epoch != meta->epoch) continue;
+      auto* e = r.add_idempotency();
+      e->set_key(k);
+      e->set_first_seq(rec.first_seq);
+      e->set_count(rec.count);
+      e->set_time_ms(rec.time_ms);
+    }
+  }
   for (auto& e : events) {
     auto* w = r.add_events();
     w->set_seq(e.seq);
@@ -180,6 +200,12 @@ caf::result<std::string> on_take(self_ptr self, const std::string& bytes) {
   // Only to the member this node also sees as the owner: a view that has
   // not converged yet must not give a stream away twice.
   if (st.cfg.view->owner_of(key.tenant, key.name) != req.requester()) return retry.SerializeAsString();
+  // A source or watch running here still writes it: not ours to give.
+  if (st.cfg.hubs->pinned(key)) {
+    proto::TakeReply none;
+    none.set_status(proto::TakeReply::NONE);
+    return none.SerializeAsString();
+  }
   auto moved = st.cfg.hubs->moved_hub(key);
   if (!moved) return read_chunk(self, key, req.after_seq(), chunk_events);
   // The hub this node had may still be writing: answer after its last write.
@@ -197,7 +223,7 @@ void on_taken(self_ptr self, const actors::stream_key& key, std::uint64_t epoch)
   auto& st = self->state;
   std::optional<persistence::stream_meta> meta;
   if (auto s = st.cfg.store->get_stream(key.tenant, key.name, &meta);
-      s.ok() && meta && meta->epoch == epoch && !st.cfg.view->owner_of(key.tenant, key.name).empty()) {
+      s.ok() && meta && meta->epoch == epoch && !st.cfg.hubs->pinned(key) && !st.cfg.view->owner_of(key.tenant, key.name).empty()) {
     // The new owner has it durable: this copy would only go stale.
     persistence::write_set ws;
     ws.meta_delete = std::make_pair(key.tenant, key.name);

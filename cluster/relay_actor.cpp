@@ -11,7 +11,8 @@ using self_ptr = relay_actor::stateful_pointer<relay_state>;
 using actors::fetch_reply;
 using actors::fetch_status;
 
-constexpr auto open_timeout = std::chrono::seconds(3);
+// Longer than a new owner may hold the first fetch while it pulls the log.
+constexpr auto open_timeout = std::chrono::seconds(6);
 
 core::cursor head_cursor(const relay_state& st) {
   return {st.epoch, st.head};
@@ -148,7 +149,9 @@ void on_page(self_ptr self, const std::string& bytes) {
     st.open = false;
     release_sinks(self);
     st.ring.clear();
-    return open_feed(self);
+    // Not at once: the two nodes' views may differ for a gossip round.
+    self->delayed_send(self, std::chrono::milliseconds(200), retry_atom::value, ++st.attempt);
+    return;
   }
   if (!st.open) {
     // The owner's head when the feed registered: live from there.
@@ -252,12 +255,15 @@ void on_moved(self_ptr self) {
   self->delayed_send(self, std::chrono::seconds(60), actors::moved_atom::value);
 }
 
+// The open timer, or a reopen after the owner turned the feed away.
 void on_retry(self_ptr self, std::uint64_t attempt) {
   auto& st = self->state;
   if (st.open || st.moved || attempt != st.attempt) return;
-  logging::warn("relay.open_timeout", {{"stream", st.cfg.stream.name}, {"owner", st.cfg.owner_id}});
-  auto waiting = std::move(st.waiting);
-  for (auto& req : waiting) reply(self, req, {}, fetch_status::resync, "owner_unreachable");
+  if (!st.waiting.empty()) {
+    logging::warn("relay.open_timeout", {{"stream", st.cfg.stream.name}, {"owner", st.cfg.owner_id}});
+    auto waiting = std::move(st.waiting);
+    for (auto& req : waiting) reply(self, req, {}, fetch_status::resync, "owner_unreachable");
+  }
   open_feed(self);
 }
 

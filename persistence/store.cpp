@@ -454,6 +454,21 @@ status store::get_idempotency(std::uint64_t stream_id, const std::string& key,
   return {};
 }
 
+status store::list_idempotency(std::uint64_t stream_id, std::size_t max,
+                               std::vector<std::pair<std::string, idempotency_record>>* out) {
+  out->clear();
+  auto prefix = idempotency_key(stream_id, "");
+  std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(rocksdb::ReadOptions(), families_[idempotency_cf]));
+  for (it->Seek(prefix); it->Valid() && out->size() < max; it->Next()) {
+    auto key = it->key().ToStringView();
+    if (!key.starts_with(prefix)) break;
+    idempotency_record record;
+    if (!parse(it->value().ToStringView(), &record)) return status::error("corrupt idempotency record");
+    out->emplace_back(std::string(key.substr(prefix.size())), record);
+  }
+  return from(it->status(), "list idempotency records");
+}
+
 void store::add_to_batch(const write_set& ws, rocksdb::WriteBatch& batch) const {
   // Deletes first: a replaced watch is deleted and put again in one set.
   for (const auto& id : ws.watch_deletes) {

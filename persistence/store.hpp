@@ -129,6 +129,10 @@ class store {
 
   status get_idempotency(std::uint64_t stream_id, const std::string& key,
                          std::optional<idempotency_record>* out);
+  // Up to `max` of a stream's idempotency records (key order), for a
+  // handoff to another node.
+  status list_idempotency(std::uint64_t stream_id, std::size_t max,
+                          std::vector<std::pair<std::string, idempotency_record>>* out);
 
   // Token revocations (broker/auth): written at once and fsynced.
   status put_revocation(const revocation& r);

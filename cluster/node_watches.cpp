@@ -1,0 +1,236 @@
+// Watches in a cluster: a new watch starts on the owner of "watch:<name>"
+// (or where a watch of that name already runs), so its filter, debounce and
+// notice stream live on one node; listing and stopping ask every member, so
+// a watch is reachable from any node whichever node runs it (ADR 0015).
+
+#include <memory>
+
+#include "cluster/atoms.hpp"
+#include "cluster/node_actor.hpp"
+#include "cluster/wire.hpp"
+#include "logging/log.hpp"
+
+namespace tidings::cluster {
+namespace {
+
+using self_ptr = node_actor*;
+
+// A watch's baseline read and filter dry run may take up to the manager's
+// own 30 s deadline.
+constexpr auto start_timeout = std::chrono::seconds(40);
+constexpr auto ask_timeout = std::chrono::seconds(2);
+
+std::uint64_t keep(self_ptr self, caf::response_promise rp) {
+  auto token = self->state.next_token++;
+  self->state.promises.emplace(token, std::move(rp));
+  return token;
+}
+
+// Every up member's node actor, this node's own included, with its id.
+std::vector<std::pair<std::string, caf::actor>> members(self_ptr self) {
+  auto& st = self->state;
+  std::vector<std::pair<std::string, caf::actor>> out{{st.table.self().id, caf::actor_cast<caf::actor>(self)}};
+  for (auto& [id, handle] : st.handles)
+    if (st.table.state(id) == member_state::up) out.emplace_back(id, handle);
+  return out;
+}
+
+proto::WatchInfo to_proto(const actors::watch_info& w, const std::string& node) {
+  proto::WatchInfo p;
+  p.set_name(w.name);
+  p.set_uri(w.uri);
+  p.set_shape(w.shape);
+  p.set_events(w.events);
+  p.set_notices(w.notices);
+  p.set_filter_errors(w.filter_errors);
+  p.set_state(w.state);
+  p.set_restore_failed(w.restore_failed);
+  p.set_error(w.error);
+  p.set_node(node);
+  return p;
+}
+
+// Asks every member `ask(target)` and folds each answer (or nullopt for a
+// member that did not answer) into `fold`; `done` runs once, after all.
+template <class Ask, class Fold, class Done>
+void ask_all(self_ptr self, Ask ask, Fold fold, Done done) {
+  struct state {
+    std::size_t left;
+    Done done;
+  };
+  auto targets = members(self);
+  auto s = std::make_shared<state>(state{targets.size(), std::move(done)});
+  for (auto& [id, target] : targets) {
+    ask(target).then(
+        [s, fold, id](const std::string& reply) {
+          fold(id, std::optional<std::string>(reply));
+          if (--s->left == 0) s->done();
+        },
+        [s, fold, id](caf::error&) {
+          fold(id, std::optional<std::string>());
+          if (--s->left == 0) s->done();
+        });
+  }
+}
+
+}  // namespace
+
+caf::result<std::string> on_watch_start_here(self_ptr self, const std::string& bytes) {
+  proto::WatchStart p;
+  proto::WatchStartReply bad;
+  bad.set_error_kind(static_cast<int>(actors::watch_error_kind::bad_request));
+  bad.set_error("unreadable watch start");
+  if (!parse(bytes, &p)) return bad.SerializeAsString();
+  auto token = keep(self, self->make_response_promise());
+  auto req = std::make_shared<actors::watch_start_request>();
+  req->spec.id = {p.tenant(), p.name()};
+  req->spec.uri = p.uri();
+  if (p.has_on_event()) req->spec.on_event = p.on_event();
+  req->spec.debounce_ms = p.debounce_ms();
+  req->spec.max_wait_ms = p.max_wait_ms();
+  req->spec.created_ms = p.created_ms();
+  req->max_watches = p.max_watches();
+  caf::actor me = caf::actor_cast<caf::actor>(self);
+  req->reply = [me, token](const actors::watch_start_reply& r) {
+    proto::WatchStartReply out;
+    out.set_ok(!r.error);
+    if (r.error) {
+      out.set_error_kind(static_cast<int>(r.error->kind));
+      out.set_error(r.error->message);
+    }
+    out.set_shape(r.shape);
+    out.set_replaced(r.replaced);
+    caf::anon_send(me, done_atom::value, token, out.SerializeAsString());
+  };
+  self->send(self->state.cfg.watches, actors::start_atom::value, actors::watch_start_request_ptr(std::move(req)));
+  return caf::delegated<std::string>();
+}
+
+caf::result<std::string> on_watch_list_here(self_ptr self, const std::string& tenant) {
+  auto token = keep(self, self->make_response_promise());
+  auto req = std::make_shared<actors::watch_list_request>();
+  req->tenant = tenant;
+  caf::actor me = caf::actor_cast<caf::actor>(self);
+  req->reply = [me, token, node = self->state.table.self().id](const std::vector<actors::watch_info>& list) {
+    proto::WatchList out;
+    for (auto& w : list) *out.add_watches() = to_proto(w, node);
+    caf::anon_send(me, done_atom::value, token, out.SerializeAsString());
+  };
+  self->send(self->state.cfg.watches, actors::list_atom::value, actors::watch_list_request_ptr(std::move(req)));
+  return caf::delegated<std::string>();
+}
+
+caf::result<std::string> on_watch_stop_here(self_ptr self, const std::string& tenant, const std::string& name) {
+  auto token = keep(self, self->make_response_promise());
+  auto req = std::make_shared<actors::watch_stop_request>();
+  req->id = {tenant, name};
+  caf::actor me = caf::actor_cast<caf::actor>(self);
+  req->reply = [me, token](std::optional<actors::watch_error> error, bool stopped) {
+    proto::WatchStopReply out;
+    out.set_ok(!error);
+    if (error) {
+      out.set_error_kind(static_cast<int>(error->kind));
+      out.set_error(error->message);
+    }
+    out.set_stopped(stopped);
+    caf::anon_send(me, done_atom::value, token, out.SerializeAsString());
+  };
+  self->send(self->state.cfg.watches, actors::stop_atom::value, actors::watch_stop_request_ptr(std::move(req)));
+  return caf::delegated<std::string>();
+}
+
+caf::result<std::string> on_watch_list(self_ptr self, const std::string& tenant) {
+  auto rp = self->make_response_promise();
+  auto merged = std::make_shared<proto::WatchList>();
+  ask_all(
+      self, [self, tenant](const caf::actor& t) { return self->request(t, ask_timeout, wlist_here_atom::value, tenant); },
+      [merged](const std::string&, const std::optional<std::string>& reply) {
+        proto::WatchList part;
+        if (!reply || !parse(*reply, &part)) return merged->set_partial(true);
+        for (auto& w : part.watches()) *merged->add_watches() = w;
+      },
+      [rp, merged]() mutable { rp.deliver(merged->SerializeAsString()); });
+  return rp;
+}
+
+caf::result<std::string> on_watch_start(self_ptr self, const std::string& bytes) {
+  proto::WatchStart p;
+  if (!parse(bytes, &p)) return on_watch_start_here(self, bytes);
+  auto rp = self->make_response_promise();
+  auto holder = std::make_shared<std::string>();
+  // Where a watch of this name runs already (a replace goes there), else
+  // the owner of its notice stream.
+  ask_all(
+      self,
+      [self, tenant = p.tenant()](const caf::actor& t) {
+        return self->request(t, ask_timeout, wlist_here_atom::value, tenant);
+      },
+      [holder, name = p.name()](const std::string& node, const std::optional<std::string>& reply) {
+        proto::WatchList part;
+        if (!reply || !parse(*reply, &part)) return;
+        for (auto& w : part.watches())
+          if (w.name() == name) *holder = node;
+      },
+      [self, rp, holder, bytes, p]() mutable {
+        auto& st = self->state;
+        auto target_id = !holder->empty() ? *holder : st.cfg.view->owner_of(p.tenant(), "watch:" + p.name());
+        caf::actor target = caf::actor_cast<caf::actor>(self);
+        if (!target_id.empty() && target_id != st.table.self().id) {
+          auto h = st.handles.find(target_id);
+          if (h == st.handles.end()) {
+            proto::WatchStartReply out;
+            out.set_error_kind(static_cast<int>(actors::watch_error_kind::unavailable));
+            out.set_error("the watch's node (" + target_id + ") is not connected; retry");
+            return rp.deliver(out.SerializeAsString());
+          }
+          target = h->second;
+        }
+        self->request(target, start_timeout, wstart_here_atom::value, bytes)
+            .then([rp](const std::string& reply) mutable { rp.deliver(reply); },
+                  [rp, target_id](caf::error&) mutable {
+                    proto::WatchStartReply out;
+                    out.set_error_kind(static_cast<int>(actors::watch_error_kind::unavailable));
+                    out.set_error("the watch's node (" + target_id + ") did not answer; retry");
+                    rp.deliver(out.SerializeAsString());
+                  });
+      });
+  return rp;
+}
+
+caf::result<std::string> on_watch_stop(self_ptr self, const std::string& tenant, const std::string& name) {
+  auto rp = self->make_response_promise();
+  auto merged = std::make_shared<proto::WatchStopReply>();
+  merged->set_ok(true);
+  auto missing = std::make_shared<bool>(false);
+  ask_all(
+      self,
+      [self, tenant, name](const caf::actor& t) {
+        return self->request(t, ask_timeout, wstop_here_atom::value, tenant, name);
+      },
+      [merged, missing](const std::string&, const std::optional<std::string>& reply) {
+        proto::WatchStopReply part;
+        if (!reply || !parse(*reply, &part)) {
+          *missing = true;
+          return;
+        }
+        if (part.stopped()) merged->set_stopped(true);
+        if (!part.ok()) {
+          merged->set_ok(false);
+          merged->set_error_kind(part.error_kind());
+          merged->set_error(part.error());
+        }
+      },
+      [rp, merged, missing]() mutable {
+        // Not found anywhere that answered, and someone did not: say so
+        // rather than a plain "not stopped".
+        if (!merged->stopped() && merged->ok() && *missing) {
+          merged->set_ok(false);
+          merged->set_error_kind(static_cast<int>(actors::watch_error_kind::unavailable));
+          merged->set_error("a member did not answer; the watch may run there; retry");
+        }
+        rp.deliver(merged->SerializeAsString());
+      });
+  return rp;
+}
+
+}  // namespace tidings::cluster

@@ -1,0 +1,249 @@
+// One upstream subscription per source key in the whole cluster (issue 6):
+// 300 SSE sessions spread over three nodes all name one PostgreSQL channel
+// (a real server from Debian, tests/support/postgres_server); the channel's
+// source runs once, on the owner of its stream `src:<hash>`, which feeds
+// each other node once, and PostgreSQL itself sees exactly one LISTEN.
+
+#include <catch2/catch.hpp>
+
+#include <openssl/evp.h>
+
+#include <algorithm>
+#include <array>
+#include <chrono>
+#include <fstream>
+#include <functional>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "client/http_client.hpp"
+#include "core/placement.hpp"
+#include "tests/support/cluster_nodes.hpp"
+#include "tests/support/postgres_server.hpp"
+#include "tests/support/publishing.hpp"
+#include "tests/support/raw_sse_session.hpp"
+#include "tests/support/sse_reading.hpp"
+#include "tests/support/tidingsd_process.hpp"
+
+namespace {
+
+using namespace std::chrono_literals;
+using namespace tidings;
+using namespace tidings::testing;
+using nlohmann::json;
+
+// The PostgreSQL upstream's name in the config: URIs pg://app/{channel}.
+constexpr const char* upstream_name = "app";
+
+std::string sha256_hex(const std::string& data) {
+  std::array<unsigned char, EVP_MAX_MD_SIZE> digest{};
+  unsigned int size = 0;
+  EVP_Digest(data.data(), data.size(), digest.data(), &size, EVP_sha256(), nullptr);
+  static constexpr char digits[] = "0123456789abcdef";
+  std::string out;
+  for (unsigned int i = 0; i < size; ++i) {
+    out += digits[digest[i] >> 4];
+    out += digits[digest[i] & 0xf];
+  }
+  return out;
+}
+
+// The stream a channel's source feeds, as the node names it: "src:" and 16
+// hex digits of the SHA-256 of the source key "<connector>|<uri>". The test
+// only uses this to pick a channel placed on a chosen node; the sessions'
+// hello confirms it (and fails the test plainly should the naming change).
+std::string source_stream_of(const std::string& uri) {
+  return "src:" + sha256_hex(std::string("pg:") + upstream_name + "|" + uri).substr(0, 16);
+}
+
+// The first channel orders0, orders1, ... whose source stream node `owner` owns.
+std::string channel_owned_by(const cluster_nodes& cluster, std::size_t owner) {
+  const auto ids = cluster.ids();
+  for (int k = 0; k < 10000; ++k) {
+    auto channel = "orders" + std::to_string(k);
+    auto stream = source_stream_of(std::string("pg://") + upstream_name + "/" + channel);
+    if (core::owner_of(ids, "default", stream) == cluster.node_id(owner)) return channel;
+  }
+  throw std::runtime_error("no channel's source is placed on node " + std::to_string(owner));
+}
+
+// The backends PostgreSQL reports as listening: those whose last statement
+// was a LISTEN (a source's connection runs nothing else once it listens).
+std::vector<std::string> listen_statements(const std::string& conninfo) {
+  std::vector<std::string> out;
+  for (const auto& row : pg_query(conninfo, "SELECT query FROM pg_stat_activity WHERE query ILIKE 'LISTEN%'"))
+    out.push_back(row.at(0));
+  return out;
+}
+
+// The row of node `id` in a GET /admin/v1/nodes body; null when absent.
+json node_row(const json& view, const std::string& id) {
+  for (const auto& row : view.value("nodes", json::array()))
+    if (row.value("id", "") == id) return row;
+  return nullptr;
+}
+
+// The relaying nodes a row's feeds list for `stream`, sorted; every feed
+// entry for the stream counts, so a duplicate entry shows as a duplicate id.
+std::vector<std::string> feeding(const json& row, const std::string& stream) {
+  std::vector<std::string> out;
+  for (const auto& f : row.value("feeds", json::array()))
+    if (f.value("tenant", "") == "default" && f.value("stream", "") == stream)
+      for (const auto& n : f.value("nodes", json::array())) out.push_back(n.get<std::string>());
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+// Polls node `viewer`'s GET /admin/v1/nodes with short, growing pauses until
+// `settled` holds for it or `timeout` passes; returns the last view either
+// way, so that the caller's checks say what was wrong. The admin view is
+// gathered from every member, and a relay's feed is registered on the
+// owner asynchronously: a bounded poll is how a test sees it settle.
+json await_nodes_view(const cluster_nodes& cluster, std::size_t viewer,
+                      const std::function<bool(const json&)>& settled, std::chrono::milliseconds timeout) {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  auto pause = 25ms;
+  for (;;) {
+    auto view = cluster.nodes_view(viewer);
+    if (settled(view) || std::chrono::steady_clock::now() + pause > deadline) return view;
+    std::this_thread::sleep_for(pause);
+    pause = std::min<std::chrono::milliseconds>(pause * 2, 250ms);
+  }
+}
+
+}  // namespace
+
+TEST_CASE(
+    "300 sessions over three nodes on one PostgreSQL channel share one LISTEN and one source "
+    "and one feed per relaying node",
+    "[cluster][sources][postgres]") {
+  postgres_server pg;
+  temp_dir dir;
+  const auto cfg = dir.path() / "tidings.yaml";
+  std::ofstream(cfg) << "upstreams:\n  postgres:\n    " << upstream_name << ": {conninfo: \"" << pg.conninfo()
+                     << "\", path_field: id, connect_timeout_ms: 2000}\n";
+  // Every node gets the same upstreams.
+  cluster_nodes cluster(3, {"--config", cfg.string()});
+
+  // A channel whose source belongs on the third node: the sessions on the
+  // first two read it through their relays.
+  constexpr std::size_t owner = 2;
+  const auto channel = channel_owned_by(cluster, owner);
+  const auto uri = std::string("pg://") + upstream_name + "/" + channel;
+  const auto stream = source_stream_of(uri);
+  const auto target = "/v1/sse?uri=" + client::url_encode(uri);
+  INFO("channel " << channel << ", stream " << stream << " (owner " << cluster.node_id(owner) << ")");
+  REQUIRE(listen_statements(pg.conninfo()).empty());
+
+  // 100 sessions per node, interleaved, on plain blocking sockets (one
+  // descriptor each). Each answers once its node has subscribed the source
+  // (on the owner, for the first one there the first read), then says hello.
+  constexpr int sessions_count = 300;
+  std::vector<std::unique_ptr<raw_sse_session>> sessions;
+  std::vector<std::size_t> node_of;
+  for (int k = 0; k < sessions_count; ++k) {
+    const std::size_t node = static_cast<std::size_t>(k % 3);
+    INFO("session " << k << " on node " << node);
+    sessions.push_back(std::make_unique<raw_sse_session>(cluster.endpoint(node), target, 10s));
+    node_of.push_back(node);
+    auto hello = next_non_heartbeat(*sessions.back(), 10s);
+    REQUIRE(hello);
+    REQUIRE(hello->event == "hello");
+    auto streams = message_json(*hello).value("streams", json::object());
+    INFO("hello: " << hello->data);
+    REQUIRE(streams.size() == 1);
+    REQUIRE(streams.contains(stream));
+  }
+
+  // (1) The upstream's own view: one connection listens, on this channel.
+  {
+    auto listening = listen_statements(pg.conninfo());
+    INFO("PostgreSQL's listening backends' statements: " << json(listening).dump());
+    REQUIRE(listening.size() == 1);
+    CHECK(listening.front() == "LISTEN \"" + channel + "\"");
+  }
+
+  // (2) The source runs on the owner only, and (3) the owner feeds each other
+  // node once, as the owner's own admin view (node 3's) shows it.
+  std::vector<std::string> others{cluster.node_id(0), cluster.node_id(1)};
+  std::sort(others.begin(), others.end());
+  auto settled = [&](const json& view) {
+    for (std::size_t i = 0; i < cluster.size(); ++i) {
+      auto row = node_row(view, cluster.node_id(i));
+      if (!row.is_object() || row.value("sources", -1) != (i == owner ? 1 : 0)) return false;
+    }
+    return feeding(node_row(view, cluster.node_id(owner)), stream) == others;
+  };
+  for (std::size_t viewer : {owner, std::size_t{0}}) {
+    auto view = await_nodes_view(cluster, viewer, settled, 10s);
+    INFO("GET /admin/v1/nodes on node " << viewer << ": " << view.dump());
+    int running = 0;
+    for (std::size_t i = 0; i < cluster.size(); ++i) {
+      auto row = node_row(view, cluster.node_id(i));
+      REQUIRE(row.is_object());
+      INFO("node " << i << "'s row");
+      CHECK(row.value("sources", -1) == (i == owner ? 1 : 0));
+      running += row.value("sources", 0);
+    }
+    CHECK(running == 1);
+    CHECK(feeding(node_row(view, cluster.node_id(owner)), stream) == others);
+    // The relaying nodes serve their 100 sessions each through a relay.
+    for (std::size_t i : {std::size_t{0}, std::size_t{1}})
+      CHECK(node_row(view, cluster.node_id(i)).value("relays", 0) >= 1);
+  }
+  // GET /v1/sources says the same from each node's side.
+  for (std::size_t i = 0; i < cluster.size(); ++i) {
+    auto r = client::request(cluster.endpoint(i), "GET", "/v1/sources");
+    INFO("GET /v1/sources on node " << i << ": " << r.status << " " << r.body);
+    REQUIRE(r.status == 200);
+    auto list = parse_body(r);
+    REQUIRE(list.is_array());
+    if (i == owner) {
+      REQUIRE(list.size() == 1);
+      CHECK(list[0].value("stream", "") == stream);
+      CHECK(list[0].value("uri", "") == uri);
+    } else {
+      CHECK(list.empty());
+    }
+  }
+
+  // (4) Two changes upstream: every session gets both, with the same cursors
+  // (consecutive: one source wrote them, once each), in order.
+  pg_query(pg.conninfo(), "NOTIFY " + channel + R"(, '{"id":"o-1","type":"CREATED","total":12}')");
+  pg_query(pg.conninfo(), "NOTIFY " + channel + R"(, '{"id":"o-2","type":"PAID"}')");
+  // One deadline for all: the events are already on their way to every session.
+  const auto deadline = std::chrono::steady_clock::now() + 20s;
+  std::vector<std::string> cursors;
+  int received = 0;
+  for (std::size_t k = 0; k < sessions.size(); ++k) {
+    INFO("session " << k << " on node " << node_of[k]);
+    std::vector<std::string> got;
+    for (const char* expected : {"/o-1", "/o-2"}) {
+      auto m = next_non_heartbeat(*sessions[k], detail::left_until(deadline));
+      REQUIRE(m);
+      INFO("got event '" << m->event << "': " << m->data);
+      REQUIRE(m->event.empty());
+      auto e = parse_data_event(*m);
+      CHECK(e.stream == stream);
+      CHECK(e.path == expected);
+      CHECK(e.id == e.cursor);
+      got.push_back(e.cursor);
+    }
+    if (cursors.empty()) {
+      cursors = got;
+      REQUIRE(cursors.size() == 2);
+      CHECK(cursor_of(cursors[0]).epoch == cursor_of(cursors[1]).epoch);
+      CHECK(cursor_of(cursors[0]).seq + 1 == cursor_of(cursors[1]).seq);
+    }
+    CHECK(got == cursors);
+    if (got == cursors) ++received;
+  }
+  CHECK(received == sessions_count);
+
+  // Still one LISTEN after the traffic: no node started a second subscription.
+  CHECK(listen_statements(pg.conninfo()).size() == 1);
+}
