@@ -4,12 +4,22 @@
 // cluster (cluster/) implements it; a single node has none and owns
 // everything.
 
+#include <chrono>
+#include <optional>
 #include <string>
+#include <vector>
 
 #include "actors/hub_actor.hpp"
 #include "actors/source_registry_actor.hpp"
 
 namespace tidings::actors {
+
+// A stream's meta (nullopt: no such stream) and its newest events, oldest
+// first, as its owner read them.
+struct stream_tail {
+  std::optional<persistence::stream_meta> meta;
+  std::vector<persistence::stored_event> events;
+};
 
 class hub_router {
  public:
@@ -30,6 +40,11 @@ class hub_router {
   // subscribe there, answer `req` (from any thread) and return true.
   virtual bool subscribe_elsewhere(const std::string& tenant, const std::string& stream,
                                    const source_subscribe_request_ptr& req) = 0;
+  // Blocks: up to `max` newest events of a stream another member owns, read
+  // there (a watch's baseline). Only for detached actors, which may block;
+  // nullopt when the owner did not answer within `timeout`.
+  virtual std::optional<stream_tail> read_tail(const stream_key& key, std::size_t max,
+                                               std::chrono::milliseconds timeout) = 0;
 };
 
 }  // namespace tidings::actors

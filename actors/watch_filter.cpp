@@ -98,27 +98,38 @@ persistence::status take_baseline(watch_filter_state& st, std::string* shape) {
   st.dirty.clear();
   st.reset = true;
   *shape = "empty";
+  // Paths whose baseline is found: their newest state or event-log read.
+  // A newer plain event does not hide an older read of the path.
+  std::set<std::string, std::less<>> seen;
+  bool newest = true;
+  auto visit = [&](const persistence::stored_event& e) {
+    if (!under_prefix(st, e.ev.path) || seen.contains(e.ev.path)) return true;
+    auto data = json::parse(e.ev.data_json, nullptr, false);
+    auto kind = core::record_baseline(st.reads, e.ev.path, data);
+    if (kind != core::read_kind::plain) seen.insert(e.ev.path);
+    if (newest) *shape = std::string(core::read_kind_name(kind));
+    newest = false;
+    return true;
+  };
+  stream_key key{st.cfg.spec.id.tenant, st.cfg.uri.stream};
+  if (auto* router = st.cfg.hubs->router();
+      router && !st.cfg.hubs->pinned(key) && !router->owner(key).empty()) {
+    // Owned by another member: its newest events are read there (this
+    // filter runs on its own thread, so it may wait).
+    auto tail = router->read_tail(key, st.cfg.limits.baseline_scan_events, std::chrono::seconds(5));
+    if (!tail) return persistence::status::error("the stream's owner did not answer for the baseline");
+    st.cursor = tail->meta ? core::cursor{tail->meta->epoch, tail->meta->head_seq} : core::cursor{};
+    for (auto it = tail->events.rbegin(); it != tail->events.rend(); ++it) visit(*it);
+    return {};
+  }
   std::optional<persistence::stream_meta> meta;
-  if (auto s = st.cfg.store->get_stream(st.cfg.spec.id.tenant, st.cfg.uri.stream, &meta); !s.ok()) return s;
+  if (auto s = st.cfg.store->get_stream(key.tenant, key.name, &meta); !s.ok()) return s;
   if (!meta) {
     st.cursor = {};
     return {};
   }
   st.cursor = {meta->epoch, meta->head_seq};
-  // Paths whose baseline is found: their newest state or event-log read.
-  // A newer plain event does not hide an older read of the path.
-  std::set<std::string, std::less<>> seen;
-  bool newest = true;
-  return scan_newest_first(*st.cfg.store, *meta, st.cfg.limits.baseline_scan_events,
-                           [&](const persistence::stored_event& e) {
-                             if (!under_prefix(st, e.ev.path) || seen.contains(e.ev.path)) return true;
-                             auto data = json::parse(e.ev.data_json, nullptr, false);
-                             auto kind = core::record_baseline(st.reads, e.ev.path, data);
-                             if (kind != core::read_kind::plain) seen.insert(e.ev.path);
-                             if (newest) *shape = std::string(core::read_kind_name(kind));
-                             newest = false;
-                             return true;
-                           });
+  return scan_newest_first(*st.cfg.store, *meta, st.cfg.limits.baseline_scan_events, visit);
 }
 
 // An event of the watch's shape for the dry run; missing keys are fine there,

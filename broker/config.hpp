@@ -78,6 +78,8 @@ struct config {
   std::string cluster_advertise;              // what peers dial; empty: cluster_listen
   std::vector<std::string> seeds;             // other nodes' cluster addresses
   std::string advertise;                      // HTTP host:port clients are sent to; empty: listen
+  // The operator vouches that only the nodes reach a non-loopback cluster port.
+  bool cluster_private_network = false;
   // --check-config FILE: validate the configuration and exit, start nothing.
   bool check_only = false;
 };

@@ -83,6 +83,42 @@ bool cluster_view::subscribe_elsewhere(const std::string& tenant, const std::str
   return true;
 }
 
+std::optional<actors::stream_tail> cluster_view::read_tail(const actors::stream_key& key, std::size_t max,
+                                                           std::chrono::milliseconds timeout) {
+  auto m = current();
+  auto owner = owner_of(key.tenant, key.name);
+  caf::actor target;
+  for (auto& [peer, handle] : m->peers)
+    if (peer.id == owner) target = handle;
+  if (!target) return std::nullopt;
+  proto::ReadRequest req;
+  req.set_tenant(key.tenant);
+  req.set_stream(key.name);
+  req.set_max_events(static_cast<std::uint32_t>(std::min<std::size_t>(max, 10000)));
+  req.set_tail(true);
+  std::optional<actors::stream_tail> out;
+  caf::scoped_actor self{system_};
+  self->request(target, timeout, read_atom::value, req.SerializeAsString())
+      .receive(
+          [&](const std::string& bytes) {
+            proto::TakeReply r;
+            if (!r.ParseFromString(bytes) || r.status() == proto::TakeReply::RETRY) return;
+            out.emplace();
+            if (r.status() != proto::TakeReply::LOG) return;
+            persistence::stream_meta meta;
+            meta.tenant = key.tenant;
+            meta.name = key.name;
+            meta.epoch = r.epoch();
+            meta.first_seq = r.first_seq();
+            meta.head_seq = r.head_seq();
+            out->meta = meta;
+            for (auto& e : r.events())
+              out->events.push_back({e.seq(), core::event{e.path(), e.type(), e.data_json(), e.time_ms()}});
+          },
+          [](caf::error&) {});
+  return out;
+}
+
 std::string cluster_view::previous_holder(const std::string& tenant, const std::string& key) const {
   auto m = current();
   std::vector<std::string> others;

@@ -43,6 +43,8 @@ class cluster_view final : public actors::hub_router {
   void pull(const actors::stream_key& key, actors::hub_actor hub) override;
   bool subscribe_elsewhere(const std::string& tenant, const std::string& stream,
                            const actors::source_subscribe_request_ptr& req) override;
+  std::optional<actors::stream_tail> read_tail(const actors::stream_key& key, std::size_t max,
+                                               std::chrono::milliseconds timeout) override;
 
   // Set once the node actor runs: pulls go to it.
   void set_node(caf::actor node);

@@ -440,8 +440,14 @@ caf::behavior node(node_actor* self, node_config cfg) {
       [self](read_atom, const std::string& bytes) {
         proto::ReadRequest r;
         if (!parse(bytes, &r)) return std::string{};
-        return read_chunk(self, {r.tenant(), r.stream()}, r.after_seq(),
-                          std::min<std::uint32_t>(r.max_events(), 10000));
+        auto max = std::min<std::uint32_t>(r.max_events(), 10000);
+        auto after = r.after_seq();
+        if (r.tail()) {
+          std::optional<persistence::stream_meta> meta;
+          if (self->state.cfg.store->get_stream(r.tenant(), r.stream(), &meta).ok() && meta)
+            after = meta->head_seq > max ? meta->head_seq - max : 0;
+        }
+        return read_chunk(self, {r.tenant(), r.stream()}, after, max);
       },
       [self](drain_atom) { return on_drain(self); },
       [self](settled_atom) -> caf::result<bool> {

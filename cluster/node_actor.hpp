@@ -84,6 +84,7 @@ struct node_state {
   std::vector<caf::response_promise> settle_waiters;
   bool draining = false;
   std::set<actors::stream_key> handing;
+  std::set<actors::stream_key> handed;  // taken during this drain (their deletes may still be in flight)
   std::optional<caf::response_promise> drain_reply;
 };
 
@@ -123,7 +124,8 @@ caf::result<std::string> on_watch_start_here(node_actor* self, const std::string
 caf::result<std::string> on_watch_list(node_actor* self, const std::string& tenant);
 caf::result<std::string> on_watch_list_here(node_actor* self, const std::string& tenant);
 caf::result<std::string> on_watch_stop(node_actor* self, const std::string& tenant, const std::string& name);
-caf::result<std::string> on_watch_stop_here(node_actor* self, const std::string& tenant, const std::string& name);
+caf::result<std::string> on_watch_stop_here(node_actor* self, const std::string& tenant,
+                                            const std::string& name);
 
 // "host:port" -> (host, port); nullopt when malformed.
 std::optional<std::pair<std::string, std::uint16_t>> split_address(const std::string& address);

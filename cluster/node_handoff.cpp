@@ -77,7 +77,8 @@ void ask_holder(self_ptr self, std::uint64_t token, std::uint64_t after_seq) {
               job->log = std::make_shared<actors::stream_handoff>();
               for (auto& k : r.idempotency())
                 job->log->idempotency.push_back(
-                    {k.key(), persistence::idempotency_record{r.epoch(), k.first_seq(), k.count(), k.time_ms()}});
+                    {k.key(),
+                     persistence::idempotency_record{r.epoch(), k.first_seq(), k.count(), k.time_ms()}});
               auto& m = job->log->meta;
               m.epoch = r.epoch();
               m.first_seq = r.first_seq();
@@ -223,7 +224,8 @@ void on_taken(self_ptr self, const actors::stream_key& key, std::uint64_t epoch)
   auto& st = self->state;
   std::optional<persistence::stream_meta> meta;
   if (auto s = st.cfg.store->get_stream(key.tenant, key.name, &meta);
-      s.ok() && meta && meta->epoch == epoch && !st.cfg.hubs->pinned(key) && !st.cfg.view->owner_of(key.tenant, key.name).empty()) {
+      s.ok() && meta && meta->epoch == epoch && !st.cfg.hubs->pinned(key) &&
+      !st.cfg.view->owner_of(key.tenant, key.name).empty()) {
     // The new owner has it durable: this copy would only go stale.
     persistence::write_set ws;
     ws.meta_delete = std::make_pair(key.tenant, key.name);
@@ -234,6 +236,7 @@ void on_taken(self_ptr self, const actors::stream_key& key, std::uint64_t epoch)
     });
     st.cfg.hubs->forget_moved(key);
   }
+  if (st.draining) st.handed.insert(key);
   if (st.handing.erase(key) > 0 && st.handing.empty()) end_drain(self);
 }
 
@@ -260,7 +263,10 @@ void rebalance_now(self_ptr self) {
     if (owner.empty()) continue;
     auto handle = st.handles.find(owner);
     if (handle == st.handles.end()) continue;
-    if (st.draining) st.handing.insert({m.tenant, m.name});
+    if (st.draining) {
+      if (st.handed.contains({m.tenant, m.name})) continue;
+      st.handing.insert({m.tenant, m.name});
+    }
     self->send(handle->second, adopt_atom::value, m.tenant, m.name);
     ++asked;
   }
@@ -270,7 +276,15 @@ void rebalance_now(self_ptr self) {
 }  // namespace
 
 void on_rebalance(self_ptr self, std::uint64_t generation) {
-  if (generation == self->state.rebalance_generation) rebalance_now(self);
+  auto& st = self->state;
+  if (generation != st.rebalance_generation) return;
+  if (!st.draining) return rebalance_now(self);
+  if (!st.drain_reply) return;
+  // Draining while members come and go (all of them may be leaving): ask
+  // the owners as they are now; nothing left to hand over ends the wait.
+  st.handing.clear();
+  rebalance_now(self);
+  if (st.handing.empty()) end_drain(self);
 }
 
 caf::result<std::string> on_drain(self_ptr self) {

@@ -6,7 +6,9 @@
 // half and reconnects them with Last-Event-ID: the same checks must hold.
 // restart kills the node once a third is acknowledged and starts it again;
 // publishers resend what was not answered, sessions resume on their own.
-// Sessions are read on the main thread, publishers run on their own.
+// cluster (cluster_scenario.cpp) is fanout with the sessions spread over a
+// cluster's nodes. Sessions are read on the main thread, publishers run on
+// their own.
 
 #include <algorithm>
 #include <cstdio>
@@ -46,6 +48,7 @@ struct session_check {
   std::size_t received = 0;  // distinct indexes
   std::size_t duplicates = 0;
   std::size_t out_of_order = 0;
+  std::size_t cursor_mismatches = 0;  // events whose cursor differs from another session's
 };
 
 std::string make_pad(std::size_t payload_bytes) {
@@ -54,14 +57,31 @@ std::string make_pad(std::size_t payload_bytes) {
   return std::string(payload_bytes > fixed ? payload_bytes - fixed : 0, 'x');
 }
 
+// Where the sessions connect: every one to the node, or round the cluster.
+std::vector<net::ip::tcp::endpoint> session_servers(const scenario_context& ctx) {
+  if (ctx.session_servers.empty()) return {ctx.server};
+  return ctx.session_servers;
+}
+
+// Session s sends the (s mod R)-th: one per stream, or on a cluster (one
+// stream) one per node, each naming its node in Host.
+std::vector<std::string> session_requests(const scenario_context& ctx) {
+  if (ctx.session_servers.empty()) return subscribe_requests(ctx.opts.peer, ctx.server, ctx.opts);
+  std::vector<std::string> out;
+  for (const auto& node : ctx.session_servers)
+    out.push_back(subscribe_request(ctx.opts.peer, node, ctx.opts));
+  return out;
+}
+
 class fanout_run final : public event_sink {
  public:
-  explicit fanout_run(scenario_context& ctx)
+  fanout_run(scenario_context& ctx, fanout_extension* extension)
       : ctx_(ctx),
+        extension_(extension),
         events_(ctx.opts.events),
         pad_(make_pad(ctx.opts.payload_bytes)),
-        pool_(ctx.ioc, ctx.server, ctx.opts.peer, subscribe_requests(ctx.opts.peer, ctx.server, ctx.opts),
-              ctx.opts.sessions, ctx.opts.connect_window, session_read_size, this),
+        pool_(ctx.ioc, session_servers(ctx), ctx.opts.peer, session_requests(ctx), ctx.opts.sessions,
+              ctx.opts.connect_window, session_read_size, this),
         split_(ctx.opts.kind == scenario::resume ? ctx.opts.events / 2 : ctx.opts.events),
         publishers_(ctx.server, ctx.opts, pad_, 0, split_),
         deadline_(ctx.ioc),
@@ -70,6 +90,7 @@ class fanout_run final : public event_sink {
         checks_(ctx.opts.sessions),
         publisher_last_(ctx.opts.sessions * ctx.opts.streams_per_session * ctx.opts.publishers, -1),
         seen_(ctx.opts.sessions * ctx.opts.events, false),
+        cursors_(ctx.opts.events),
         streams_(std::max<std::size_t>(ctx.opts.streams, 1)),
         per_session_(ctx.opts.streams_per_session),
         last_seq_(ctx.opts.sessions * per_session_, 0),
@@ -180,6 +201,14 @@ class fanout_run final : public event_sink {
       auto& last_seq = last_seq_[session * per_session_ + j];
       if (d.seq <= last_seq) ++c.out_of_order;
       last_seq = std::max(last_seq, d.seq);
+      // An event has one cursor wherever it is read: a cluster's relays
+      // pass the owner's on, so every node shows the same.
+      auto& cursor = cursors_[static_cast<std::size_t>(d.index)];
+      if (cursor.empty()) {
+        cursor.assign(d.cursor);
+      } else if (cursor != d.cursor) {
+        ++c.cursor_mismatches;
+      }
     }
     auto seen = seen_[session * events_ + static_cast<std::size_t>(d.index)];
     if (seen) {
@@ -203,8 +232,9 @@ class fanout_run final : public event_sink {
   void start_publishing() {
     opened_ns_ = steady_ns();
     phase_ = "publishing";
-    node_cpu_before_ = ctx_.node_pid ? cpu_seconds(*ctx_.node_pid) : std::nullopt;
+    node_cpu_before_ = cpu_seconds(ctx_.node_pids);
     own_cpu_before_ = own_cpu_seconds();
+    if (extension_) extension_->on_publishing();
     first_publish_ns_ = steady_ns();
     if (!ctx_.opts.report_path.empty()) sample_memory();
     publishers_.start(ctx_.ioc, [this](bool ok, const std::string& why) { on_published(ok, why); });
@@ -246,7 +276,7 @@ class fanout_run final : public event_sink {
   void reconnect() {
     all_acked_ = true;
     phase_ = "resuming";
-    const auto base = subscribe_requests(ctx_.opts.peer, ctx_.server, ctx_.opts);
+    const auto base = session_requests(ctx_);
     std::vector<std::string> resume;
     for (std::size_t s = 0; s < checks_.size(); ++s)
       resume.push_back(with_last_event_id(base[s % base.size()], pool_.last_id(s)));
@@ -264,10 +294,10 @@ class fanout_run final : public event_sink {
   }
 
   void sample_memory() {
-    if (!ctx_.node_pid) return;
-    // After a restart the node is another process.
-    const pid_t pid = ctx_.node ? ctx_.node->pid() : *ctx_.node_pid;
-    if (const auto rss = pid > 0 ? rss_bytes(pid) : std::nullopt)
+    if (ctx_.node_pids.empty()) return;
+    // After a restart the node is another process (and none while it is down).
+    const auto pids = ctx_.node ? std::vector<pid_t>{ctx_.node->pid()} : ctx_.node_pids;
+    if (const auto rss = pids.front() > 0 ? rss_bytes(pids) : std::nullopt)
       series_.node_rss_mib.push_back(static_cast<double>(*rss) / 1048576.0);
     sampler_.expires_after(std::chrono::milliseconds(static_cast<int>(series_.step_s * 1000)));
     sampler_.async_wait([this](const boost::system::error_code& ec) {
@@ -286,8 +316,9 @@ class fanout_run final : public event_sink {
   void finish() {
     if (stopped_) return;
     // Another process after a restart: its CPU is not the run's.
-    node_cpu_after_ = ctx_.node_pid && !restarted_at_ns_ ? cpu_seconds(*ctx_.node_pid) : std::nullopt;
+    node_cpu_after_ = !restarted_at_ns_ ? cpu_seconds(ctx_.node_pids) : std::nullopt;
     own_cpu_after_ = own_cpu_seconds();
+    if (extension_) extension_->on_finished();
     stop();
   }
 
@@ -316,12 +347,13 @@ class fanout_run final : public event_sink {
   }
 
   int report() {
-    std::size_t lost = 0, dupes = 0, disorder = 0;
+    std::size_t lost = 0, dupes = 0, disorder = 0, mismatches = 0;
     for (std::size_t s = 0; s < checks_.size(); ++s) {
       const auto& c = checks_[s];
       lost += expected(s) - c.received;
       dupes += c.duplicates;
       disorder += c.out_of_order;
+      mismatches += c.cursor_mismatches;
     }
     const double deliver_s = static_cast<double>(last_delivery_ns_ - first_publish_ns_) / 1e9;
     const std::size_t acks = publishers_.acks() + (later_ ? later_->acks() : 0);
@@ -345,9 +377,14 @@ class fanout_run final : public event_sink {
     const char* name = o.kind == scenario::many_streams ? "many-streams"
                        : o.kind == scenario::resume     ? "resume"
                        : o.kind == scenario::restart    ? "restart"
+                       : o.kind == scenario::cluster    ? "cluster"
                                                         : "fanout";
+    // A cluster's CPU is its nodes' together.
+    const bool cluster = !ctx_.session_servers.empty();
+    const char* node_label = cluster ? "nodes" : "node";
     std::printf("%s (%s): %zu sessions on %zu stream(s), %zu events, %zu-byte payload, %zu publishers", name,
                 target_name(o.peer), o.sessions, streams_, o.events, o.payload_bytes, publishers_.count());
+    if (cluster) std::printf(" over %zu nodes", ctx_.session_servers.size());
     if (per_session_ > 1) std::printf(", %zu streams per session", per_session_);
     if (o.batch > 1) std::printf(", %zu per request", o.batch);
     if (o.rate > 0) std::printf(", offered %.0f /s", o.rate);
@@ -359,13 +396,15 @@ class fanout_run final : public event_sink {
     std::printf("  publish acks      %zu in %.3f s = %.0f /s (ack ms p50 %.3f p99 %.3f)\n", acks, publish_s,
                 ack_rate, ack.p50_ms, ack.p99_ms);
     if (node_cpu) {
-      std::printf("  cpu (s)           node %.2f (%.2f us/delivery)  client %.2f (%.2f us/delivery)\n",
-                  *node_cpu, per_delivery_us(*node_cpu), own_cpu, per_delivery_us(own_cpu));
+      std::printf("  cpu (s)           %s %.2f (%.2f us/delivery)  client %.2f (%.2f us/delivery)\n",
+                  node_label, *node_cpu, per_delivery_us(*node_cpu), own_cpu, per_delivery_us(own_cpu));
     } else {
-      std::printf("  cpu (s)           node n/a (give --pid)  client %.2f (%.2f us/delivery)\n", own_cpu,
+      std::printf("  cpu (s)           %s n/a (%s)  client %.2f (%.2f us/delivery)\n", node_label,
+                  cluster ? "known for nodes tidings-load starts" : "give --pid", own_cpu,
                   per_delivery_us(own_cpu));
     }
-    std::printf("  correctness       lost %zu, duplicates %zu, out of order %zu\n", lost, dupes, disorder);
+    std::printf("  correctness       lost %zu, duplicates %zu, out of order %zu, cursor mismatches %zu\n",
+                lost, dupes, disorder, mismatches);
 
     nlohmann::json j = {
         {"scenario", name},
@@ -399,7 +438,9 @@ class fanout_run final : public event_sink {
         {"lost", lost},
         {"duplicates", dupes},
         {"out_of_order", disorder},
+        {"cursor_mismatches", mismatches},
     };
+    const std::string extension_failure = extension_ ? extension_->report(j) : "";
     std::printf("%s\n", j.dump().c_str());
     if (!o.report_path.empty()) {
       try {
@@ -411,15 +452,20 @@ class fanout_run final : public event_sink {
       }
     }
     std::fflush(stdout);
-    if (lost || dupes || disorder) {
+    if (lost || dupes || disorder || mismatches) {
       std::cerr << "tidings-load: FAILED: " << lost << " lost, " << dupes << " duplicated, " << disorder
-                << " out of order\n";
+                << " out of order, " << mismatches << " with another cursor than elsewhere\n";
+      return 1;
+    }
+    if (!extension_failure.empty()) {
+      std::cerr << "tidings-load: FAILED: " << extension_failure << "\n";
       return 1;
     }
     return 0;
   }
 
   scenario_context& ctx_;
+  fanout_extension* extension_;  // may be null
   std::size_t events_;
   std::string pad_;  // before publishers_, which keeps a reference
   session_pool pool_;
@@ -436,6 +482,7 @@ class fanout_run final : public event_sink {
   std::vector<session_check> checks_;
   std::vector<std::int64_t> publisher_last_;  // [session][publisher]: last index seen
   std::vector<bool> seen_;                    // session-major bitmap of delivered indexes
+  std::vector<std::string> cursors_;          // per event index: the cursor it was first seen with
   latency_histogram latencies_;
   std::size_t streams_;
   std::size_t per_session_;              // streams each session reads
@@ -465,9 +512,9 @@ class fanout_run final : public event_sink {
 
 }  // namespace
 
-int run_fanout(scenario_context& ctx) {
+int run_fanout(scenario_context& ctx, fanout_extension* extension) {
   // Large vectors inside: keep it off the stack.
-  auto run = std::make_unique<fanout_run>(ctx);
+  auto run = std::make_unique<fanout_run>(ctx, extension);
   return run->run();
 }
 

@@ -329,7 +329,11 @@ constexpr figure_row figure_rows[] = {
     {"Run", "payload_bytes", nullptr, "Payload", "bytes"},
     {"Run", "publishers", nullptr, "Publishers", ""},
     {"Run", "open_s", nullptr, "Sessions opened in", "s"},
-    {"CPU", "node_cpu_s", nullptr, "Node", "s"},
+    {"Cluster", "cluster", "nodes", "Nodes", ""},
+    {"Cluster", "cluster", "publish_node", "Publishes on node", ""},
+    {"Cluster", "cluster", "owner_node", "Stream owned by node", ""},
+    {"Cluster", "cluster", "relay_feeds", "Relay feeds", ""},
+    {"CPU", "node_cpu_s", nullptr, "Node (a cluster: all its nodes)", "s"},
     {"CPU", "client_cpu_s", nullptr, "Client", "s"},
 };
 
@@ -337,8 +341,10 @@ constexpr figure_row figure_rows[] = {
 std::string correctness(const json& summary) {
   std::string parts;
   bool any = false, ok = true;
-  for (const auto& [key, label] :
-       {std::pair{"lost", "lost"}, {"duplicates", "duplicates"}, {"out_of_order", "out of order"}}) {
+  for (const auto& [key, label] : {std::pair{"lost", "lost"},
+                                   {"duplicates", "duplicates"},
+                                   {"out_of_order", "out of order"},
+                                   {"cursor_mismatches", "cursor mismatches"}}) {
     const json* v = field(summary, key);
     if (!v) continue;
     ok = ok && v->is_number() && v->get<double>() == 0;
@@ -366,6 +372,25 @@ std::string figures_html(const json& summary) {
     if (card_ends) rows.clear();
   }
   return out + "</section>\n";
+}
+
+// A cluster run's figures per node, one row each; empty for one node.
+std::string nodes_html(const json& summary) {
+  const json* nodes = field(summary, "cluster_nodes");
+  if (!nodes || !nodes->is_array() || nodes->empty()) return "";
+  std::string rows;
+  for (const auto& n : *nodes) {
+    const json* rss = field(n, "rss_bytes");
+    const json* cpu = field(n, "cpu_s");
+    rows += "<tr><td>" + format_value(n.value("node", json())) + "</td><td>" +
+            format_value(n.value("id", json())) + "</td><td class=\"v\">" +
+            format_value(n.value("sessions", json())) + "</td><td class=\"v\">" +
+            (rss ? format_number(rss->get<double>() / 1048576.0) : "n/a") + "</td><td class=\"v\">" +
+            (cpu ? format_value(*cpu) : "n/a") + "</td></tr>";
+  }
+  return "<figure><h2>Nodes</h2><table><tr><td>node</td><td>id</td><td class=\"v\">sessions</td>"
+         "<td class=\"v\">RSS (MiB)</td><td class=\"v\">CPU (s)</td></tr>" +
+         rows + "</table></figure>\n";
 }
 
 constexpr const char* style = R"(
@@ -410,15 +435,16 @@ void write_html_report(const std::string& path, const nlohmann::json& summary,
       "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n<title>tidings-load: " +
       name + against + "</title>\n<style>" + style + "</style></head>\n<body><main>\n" +
       "<header><p class=\"kicker\">tidings-load report</p><h1>" + name + "<span>" + against +
-      "</span></h1></header>\n" + correctness(summary) + figures_html(summary) + latency_plot(latency);
+      "</span></h1></header>\n" + correctness(summary) + figures_html(summary) + nodes_html(summary) +
+      latency_plot(latency);
   page += series.deliveries.empty() ? note("Deliveries per second", "No deliveries were recorded over time.")
                                     : series_plot("dps", "Deliveries per second", rates, series.step_s,
                                                   "deliveries per second", "/s", "#0072b2");
   page +=
       series.node_rss_mib.empty()
           ? note("Node memory", "Memory was not sampled: give --pid or --tidingsd to follow the node's RSS.")
-          : series_plot("rss", "Node memory", series.node_rss_mib, series.step_s, "node RSS (MiB)", "MiB",
-                        "#00805c");
+          : series_plot("rss", field(summary, "cluster") ? "Memory of all the nodes" : "Node memory",
+                        series.node_rss_mib, series.step_s, "node RSS (MiB)", "MiB", "#00805c");
   page +=
       "<footer>Latencies come from a log-linear histogram: each is within 1.6 % of the true value.</footer>\n"
       "</main></body></html>\n";

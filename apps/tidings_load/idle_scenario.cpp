@@ -74,7 +74,7 @@ int run_idle(scenario_context& ctx) {
   const auto& o = ctx.opts;
   std::function<void()> stop;
   hold_counter counter(o.sessions, o.hold_events, [&] { stop(); });
-  session_pool pool(ctx.ioc, ctx.server, o.peer, {subscribe_request(o.peer, ctx.server, o)}, o.sessions,
+  session_pool pool(ctx.ioc, {ctx.server}, o.peer, {subscribe_request(o.peer, ctx.server, o)}, o.sessions,
                     o.connect_window, idle_read_size, o.hold_s ? &counter : nullptr);
   // Someone else's stream or an upstream's: its events are not ours to parse.
   if (o.hold_s || !o.uri.empty()) pool.accept_any_payload();
@@ -82,7 +82,7 @@ int run_idle(scenario_context& ctx) {
   boost::asio::signal_set signals(ctx.ioc);
   std::string failure;
   std::optional<long long> rss_before, rss_after;
-  if (ctx.node_pid) rss_before = rss_bytes(*ctx.node_pid);
+  rss_before = rss_bytes(ctx.node_pids);
   const auto started = steady_ns();
   std::int64_t ready_ns = 0;
 
@@ -123,7 +123,7 @@ int run_idle(scenario_context& ctx) {
   pool.open(
       [&] {
         ready_ns = steady_ns();
-        if (ctx.node_pid) rss_after = rss_bytes(*ctx.node_pid);
+        rss_after = rss_bytes(ctx.node_pids);
         o.hold_s ? hold() : stop();
       },
       [&](const std::string& why) {

@@ -9,8 +9,11 @@
 namespace tidings::load {
 
 const char* const load_usage =
-    "usage: tidings-load (--server HOST:PORT [--pid PID] | --tidingsd PATH [--node-arg ARG]...)\n"
-    "                    [--target tidings|nchan] [--scenario fanout|many-streams|resume|restart|idle]\n"
+    "usage: tidings-load (--server HOST:PORT [--pid PID] | --tidingsd PATH [--node-arg ARG]...\n"
+    "                     | --servers HOST:PORT,HOST:PORT,...)\n"
+    "                    [--target tidings|nchan]\n"
+    "                    [--scenario fanout|many-streams|resume|restart|idle|cluster]\n"
+    "                    [--nodes N] [--publish-node K]\n"
     "                    [--sessions N] [--events N] [--streams C] [--batch B] [--rate R]\n"
     "                    [--streams-per-session M]\n"
     "                    [--payload-bytes N] [--publishers K] [--stream NAME]\n"
@@ -32,6 +35,11 @@ const char* const load_usage =
     "  every acknowledged event must reach every session once, in order.\n"
     "--rate R: offer R events/s in all (each request is due at its time; latency counts from\n"
     "  then, so a late send is not hidden); without it publishers go as fast as acks return.\n"
+    "cluster: fanout over a cluster: N sessions (999) spread evenly over its nodes (session s\n"
+    "  on node s mod M + 1), every publish to node K (--publish-node, 1); the same checks, plus\n"
+    "  the stream's owner and its relay feeds (one per other node with sessions).\n"
+    "  --tidingsd PATH --nodes M (3): starts M nodes on loopback, node 1 the seed of the others,\n"
+    "  and waits until node 1 lists them all alive; --servers: a running cluster's nodes.\n"
     "idle: N sessions (10000) wait after hello; prints the node's RSS per idle session.\n"
     "  --uri URI: the sessions read an upstream resource (uri=) instead of --stream.\n"
     "  --hold-s N: once ready (a line 'ready: N sessions' on stdout), keep them open N s\n"
@@ -57,6 +65,22 @@ std::size_t number(const std::string& flag, const std::string& text, std::size_t
   return value;
 }
 
+// "HOST:PORT" on loopback ("localhost" spelled 127.0.0.1, as the Host header sends it).
+client::endpoint loopback_endpoint(const std::string& flag, const std::string& text) {
+  client::endpoint ep;
+  try {
+    ep = client::parse_endpoint(text);
+  } catch (const std::invalid_argument& e) {
+    throw usage_error(e.what());
+  }
+  if (ep.host == "localhost") ep.host = "127.0.0.1";
+  boost::system::error_code ec;
+  const auto addr = boost::asio::ip::make_address(ep.host, ec);
+  // A benchmark that floods a remote node is a denial of service, not a measurement.
+  if (ec || !addr.is_loopback()) throw usage_error(flag + " must be a loopback address, got '" + text + "'");
+  return ep;
+}
+
 }  // namespace
 
 load_options parse_load_options(const std::vector<std::string>& args) {
@@ -72,11 +96,19 @@ load_options parse_load_options(const std::vector<std::string>& args) {
       out.help = true;
       return out;
     } else if (arg == "--server") {
-      try {
-        out.server = client::parse_endpoint(value());
-      } catch (const std::invalid_argument& e) {
-        throw usage_error(e.what());
+      out.server = loopback_endpoint(arg, value());
+    } else if (arg == "--servers") {
+      const auto list = value();
+      std::size_t start = 0;
+      for (auto comma = list.find(','); start <= list.size(); comma = list.find(',', start)) {
+        if (comma == std::string::npos) comma = list.size();
+        out.servers.push_back(loopback_endpoint(arg, list.substr(start, comma - start)));
+        start = comma + 1;
       }
+    } else if (arg == "--nodes") {
+      out.nodes = number(arg, value(), 1);
+    } else if (arg == "--publish-node") {
+      out.publish_node = number(arg, value(), 1);
     } else if (arg == "--tidingsd") {
       out.tidingsd = value();
     } else if (arg == "--node-arg") {
@@ -93,8 +125,11 @@ load_options parse_load_options(const std::vector<std::string>& args) {
         out.kind = scenario::restart;
       } else if (v == "idle") {
         out.kind = scenario::idle;
+      } else if (v == "cluster") {
+        out.kind = scenario::cluster;
       } else {
-        throw usage_error("--scenario is fanout, many-streams, resume, restart or idle, got '" + v + "'");
+        throw usage_error("--scenario is fanout, many-streams, resume, restart, idle or cluster, got '" + v +
+                          "'");
       }
     } else if (arg == "--target") {
       const auto v = value();
@@ -145,15 +180,22 @@ load_options parse_load_options(const std::vector<std::string>& args) {
       throw usage_error("unknown argument " + arg);
     }
   }
-  if (out.server.has_value() == !out.tidingsd.empty()) {
-    throw usage_error("give exactly one of --server and --tidingsd");
+  const bool cluster = out.kind == scenario::cluster;
+  if (int(out.server.has_value()) + int(!out.servers.empty()) + int(!out.tidingsd.empty()) != 1) {
+    throw usage_error(cluster ? "give exactly one of --servers and --tidingsd"
+                              : "give exactly one of --server and --tidingsd");
   }
-  if (out.server) {
-    if (out.server->host == "localhost") out.server->host = "127.0.0.1";
-    boost::system::error_code ec;
-    const auto addr = boost::asio::ip::make_address(out.server->host, ec);
-    // A benchmark that floods a remote node is a denial of service, not a measurement.
-    if (ec || !addr.is_loopback()) throw usage_error("--server must be a loopback address");
+  if (cluster) {
+    if (out.server) throw usage_error("--scenario cluster takes --servers (every node), not --server");
+    if (out.peer != target::tidings) throw usage_error("--scenario cluster runs against tidings");
+    if (!out.servers.empty() && out.nodes)
+      throw usage_error("--nodes goes with --tidingsd (with --servers, every node is named)");
+    if (!out.servers.empty()) out.nodes = out.servers.size();
+    if (out.nodes == 0) out.nodes = 3;
+    if (out.publish_node > out.nodes)
+      throw usage_error("--publish-node is at most the number of nodes (" + std::to_string(out.nodes) + ")");
+  } else if (!out.servers.empty() || out.nodes || out.publish_node != 1) {
+    throw usage_error("--servers, --nodes and --publish-node go with --scenario cluster");
   }
   if (out.pid && !out.server) throw usage_error("--pid goes with --server");
   if (out.peer == target::nchan && !out.server) {
@@ -181,7 +223,9 @@ load_options parse_load_options(const std::vector<std::string>& args) {
   if (out.streams_per_session > 1 && out.peer == target::nchan)
     throw usage_error("--streams-per-session needs --target tidings");
   if (many && !events_given) out.events = 20000;
-  if (out.sessions == 0) out.sessions = many ? 2 * out.streams : out.kind == scenario::idle ? 10000 : 1000;
+  // cluster: 333 sessions on each of 3 nodes.
+  if (out.sessions == 0)
+    out.sessions = many ? 2 * out.streams : out.kind == scenario::idle ? 10000 : cluster ? 999 : 1000;
   if ((out.kind == scenario::resume || out.kind == scenario::restart) && out.peer == target::nchan)
     throw usage_error(
         "--scenario resume and restart run against tidings (nchan keeps no cursor across a reconnect)");

@@ -19,7 +19,7 @@ class usage_error : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
-enum class scenario { fanout, many_streams, resume, restart, idle };
+enum class scenario { fanout, many_streams, resume, restart, idle, cluster };
 
 // What is being measured: a Tidings node, or nginx with the nchan module as
 // the peer it is compared with.
@@ -27,8 +27,11 @@ enum class target { tidings, nchan };
 
 struct load_options {
   std::optional<client::endpoint> server;  // a running node
+  std::vector<client::endpoint> servers;   // cluster: the nodes of a running cluster
   std::string tidingsd;                    // or spawn this binary
-  std::vector<std::string> node_args;      // extra flags for the spawned node
+  std::vector<std::string> node_args;      // extra flags for the spawned node (every node of a cluster)
+  std::size_t nodes = 0;                   // cluster: how many nodes (0: 3, or one per --servers entry)
+  std::size_t publish_node = 1;            // cluster: 1-based, the node every publish goes to
   scenario kind = scenario::fanout;
   target peer = target::tidings;
   std::size_t sessions = 0;  // 0: the scenario's default

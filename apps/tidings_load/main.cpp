@@ -9,8 +9,10 @@
 
 #include <sys/wait.h>
 
+#include "apps/tidings_load/cluster_nodes.hpp"
 #include "apps/tidings_load/load_options.hpp"
 #include "apps/tidings_load/node_process.hpp"
+#include "apps/tidings_load/nodes_view.hpp"
 #include "apps/tidings_load/proc_stats.hpp"
 #include "apps/tidings_load/scenario_context.hpp"
 
@@ -37,18 +39,47 @@ int main(int argc, char** argv) {
     return 1;
   }
 
+  auto tcp_endpoint = [](const tidings::client::endpoint& ep) {
+    return boost::asio::ip::tcp::endpoint(boost::asio::ip::make_address(ep.host), ep.port);
+  };
   std::unique_ptr<node_process> node;
+  std::unique_ptr<cluster_nodes> cluster;
   boost::asio::ip::tcp::endpoint server;
-  std::optional<pid_t> pid = opts.pid;
+  std::vector<pid_t> pids;
+  if (opts.pid) pids.push_back(*opts.pid);
+  std::vector<boost::asio::ip::tcp::endpoint> cluster_servers;
   try {
-    if (!opts.tidingsd.empty()) {
+    if (opts.kind == scenario::cluster) {
+      auto nodes = opts.servers;
+      if (!opts.tidingsd.empty()) {
+        cluster = std::make_unique<cluster_nodes>(opts.tidingsd, opts.nodes, opts.node_args, opts.token,
+                                                  std::chrono::seconds(20), std::chrono::seconds(30));
+        nodes = cluster->endpoints();
+        pids = cluster->pids();
+        for (std::size_t i = 0; i < cluster->size(); ++i)
+          std::cerr << "tidings-load: started node " << i + 1 << " (" << cluster->node(i).node_id()
+                    << ") pid " << cluster->node(i).pid() << " on port " << cluster->node(i).port()
+                    << ", cluster " << cluster->node(i).cluster_address() << "\n";
+      } else {
+        // Someone else's cluster: whole before it is measured, and every
+        // node named, or the owner and its feeds cannot be checked.
+        const auto view =
+            await_alive(nodes[opts.publish_node - 1], nodes.size(), opts.token, std::chrono::seconds(10));
+        if (alive_count(view) > nodes.size())
+          throw std::runtime_error("the cluster has " + std::to_string(alive_count(view)) +
+                                   " nodes alive and --servers names " + std::to_string(nodes.size()) +
+                                   ": name every node");
+      }
+      for (const auto& n : nodes) cluster_servers.push_back(tcp_endpoint(n));
+      server = cluster_servers[opts.publish_node - 1];
+    } else if (!opts.tidingsd.empty()) {
       node = std::make_unique<node_process>(opts.tidingsd, opts.node_args, std::chrono::seconds(20));
       server = {boost::asio::ip::make_address("127.0.0.1"), node->port()};
-      pid = node->pid();
+      pids = {node->pid()};
       std::cerr << "tidings-load: started tidingsd pid " << node->pid() << " on port " << node->port()
                 << "\n";
     } else {
-      server = {boost::asio::ip::make_address(opts.server->host), opts.server->port};
+      server = tcp_endpoint(*opts.server);
     }
   } catch (const std::exception& e) {
     std::cerr << "tidings-load: " << e.what() << "\n";
@@ -58,10 +89,13 @@ int main(int argc, char** argv) {
   int rc = 1;
   {
     boost::asio::io_context ioc(1);
-    scenario_context ctx{ioc, server, pid, opts, node.get()};
-    rc = opts.kind == scenario::idle ? run_idle(ctx) : run_fanout(ctx);
+    scenario_context ctx{ioc, server, pids, opts, node.get(), cluster_servers};
+    rc = opts.kind == scenario::idle      ? run_idle(ctx)
+         : opts.kind == scenario::cluster ? run_cluster(ctx)
+                                          : run_fanout(ctx);
   }
 
+  if (cluster) cluster->stop(std::chrono::seconds(15));
   if (node) {
     const int status = node->stop(std::chrono::seconds(15));
     if (!(WIFEXITED(status) && WEXITSTATUS(status) == 0)) {

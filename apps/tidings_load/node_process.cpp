@@ -1,5 +1,6 @@
 #include "apps/tidings_load/node_process.hpp"
 
+#include <algorithm>
 #include <cerrno>
 #include <csignal>
 #include <cstring>
@@ -43,11 +44,14 @@ void node_process::launch(const std::string& listen, std::chrono::milliseconds s
   {
     std::lock_guard lock(mutex_);
     listening_port_.reset();
+    cluster_address_.clear();
+    node_id_.clear();
     eof_ = false;
   }
   const auto& binary = binary_;
   std::vector<std::string> args{binary, "--listen", listen, "--data-dir", data_dir_.string()};
   args.insert(args.end(), extra_args_.begin(), extra_args_.end());
+  cluster_ = std::find(extra_args_.begin(), extra_args_.end(), "--cluster-listen") != extra_args_.end();
   std::vector<char*> argv;
   for (auto& a : args) argv.push_back(a.data());
   argv.push_back(nullptr);
@@ -77,14 +81,16 @@ void node_process::launch(const std::string& listen, std::chrono::milliseconds s
   reader_ = std::thread([this] { read_stderr(); });
 
   std::unique_lock lock(mutex_);
-  changed_.wait_for(lock, start_timeout, [this] { return listening_port_ || eof_; });
-  if (!listening_port_) {
+  changed_.wait_for(lock, start_timeout, [this] { return up() || eof_; });
+  if (!up()) {
     const bool exited = eof_;
     lock.unlock();
     const std::string tail = log_tail();
     stop(std::chrono::seconds(5));
-    throw std::runtime_error(std::string(exited ? "tidingsd exited before listening"
-                                                : "tidingsd did not report node.listening in time") +
+    throw std::runtime_error(std::string(exited     ? "tidingsd exited before listening"
+                                         : cluster_ ? "tidingsd did not report node.listening and "
+                                                      "cluster.listening in time"
+                                                    : "tidingsd did not report node.listening in time") +
                              "; its last log lines:\n" + tail);
   }
   port_ = *listening_port_;
@@ -106,27 +112,10 @@ void node_process::read_stderr() {
     for (auto nl = pending.find('\n'); nl != std::string::npos; nl = pending.find('\n', start)) {
       std::string line = pending.substr(start, nl - start);
       start = nl + 1;
-      std::optional<std::uint16_t> port;
-      if (line.find("node.listening") != std::string::npos) {
-        const auto j = nlohmann::json::parse(line, nullptr, false);
-        if (j.is_object() && j.value("event", "") == "node.listening") {
-          const std::string address = j.value("address", "");
-          const auto colon = address.rfind(':');
-          if (colon != std::string::npos) {
-            try {
-              port = static_cast<std::uint16_t>(std::stoul(address.substr(colon + 1)));
-            } catch (const std::exception&) {
-            }
-          }
-        }
-      }
+      if (line.find(".listening\"") != std::string::npos) take_listening(line);
       std::lock_guard lock(mutex_);
       tail_.push_back(std::move(line));
       if (tail_.size() > tail_lines) tail_.pop_front();
-      if (port && !listening_port_) {
-        listening_port_ = port;
-        changed_.notify_all();
-      }
     }
     pending.erase(0, start);
   }
@@ -134,6 +123,34 @@ void node_process::read_stderr() {
   if (!pending.empty()) tail_.push_back(pending);
   eof_ = true;
   changed_.notify_all();
+}
+
+void node_process::take_listening(const std::string& line) {
+  const auto j = nlohmann::json::parse(line, nullptr, false);
+  if (!j.is_object()) return;
+  const std::string event = j.value("event", "");
+  const std::string address = j.value("address", "");
+  std::lock_guard lock(mutex_);
+  if (event == "node.listening" && !listening_port_) {
+    const auto colon = address.rfind(':');
+    if (colon == std::string::npos) return;
+    try {
+      listening_port_ = static_cast<std::uint16_t>(std::stoul(address.substr(colon + 1)));
+    } catch (const std::exception&) {
+      return;
+    }
+  } else if (event == "cluster.listening" && cluster_address_.empty() && !address.empty()) {
+    cluster_address_ = address;
+    node_id_ = j.value("node", "");
+  } else {
+    return;
+  }
+  changed_.notify_all();
+}
+
+// Either line may come first: the cluster port opens on another thread.
+bool node_process::up() const {
+  return listening_port_ && (!cluster_ || !cluster_address_.empty());
 }
 
 int node_process::stop(std::chrono::milliseconds timeout) {

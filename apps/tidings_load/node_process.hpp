@@ -1,7 +1,9 @@
 #pragma once
 
 // The tidingsd the benchmark starts for itself: port 0 and a fresh data
-// directory, the port learned from its `node.listening` log line. Its stderr
+// directory, the port learned from its `node.listening` log line (and, for
+// a cluster node, started with --cluster-listen, its cluster address and id
+// from `cluster.listening`: it is up once it logged both). Its stderr
 // is drained on a thread for the whole run, because a node that logs per
 // session would otherwise block on a full pipe and skew the measurement.
 
@@ -37,6 +39,9 @@ class node_process {
   // constructor.
   void restart(std::chrono::milliseconds start_timeout);
   std::uint16_t port() const { return port_; }
+  // From `cluster.listening`; empty unless started with --cluster-listen.
+  const std::string& cluster_address() const { return cluster_address_; }
+  const std::string& node_id() const { return node_id_; }
 
   // SIGTERM, then SIGKILL if it has not exited within `timeout`. Returns the
   // wait status, or -1 when already stopped.
@@ -48,6 +53,9 @@ class node_process {
   // Waits for the exited (or killed) process and its stderr reader.
   int reap();
   void read_stderr();
+  // Takes what a `node.listening` or `cluster.listening` line says.
+  void take_listening(const std::string& line);
+  bool up() const;  // under mutex_
 
   std::string binary_;
   std::vector<std::string> extra_args_;
@@ -60,6 +68,9 @@ class node_process {
   std::condition_variable changed_;
   std::deque<std::string> tail_;
   std::optional<std::uint16_t> listening_port_;
+  bool cluster_ = false;  // started with --cluster-listen
+  std::string cluster_address_;
+  std::string node_id_;
   bool eof_ = false;
 };
 

@@ -40,6 +40,30 @@ std::optional<double> cpu_seconds(pid_t pid) {
   return static_cast<double>(utime + stime) / static_cast<double>(sysconf(_SC_CLK_TCK));
 }
 
+namespace {
+
+template <typename T>
+std::optional<T> sum_over(const std::vector<pid_t>& pids, std::optional<T> (*of)(pid_t)) {
+  if (pids.empty()) return std::nullopt;
+  T total{};
+  for (const pid_t pid : pids) {
+    const auto v = of(pid);
+    if (!v) return std::nullopt;
+    total += *v;
+  }
+  return total;
+}
+
+}  // namespace
+
+std::optional<long long> rss_bytes(const std::vector<pid_t>& pids) {
+  return sum_over<long long>(pids, &rss_bytes);
+}
+
+std::optional<double> cpu_seconds(const std::vector<pid_t>& pids) {
+  return sum_over<double>(pids, &cpu_seconds);
+}
+
 double own_cpu_seconds() {
   rusage ru{};
   getrusage(RUSAGE_SELF, &ru);

@@ -4,6 +4,7 @@
 // the node's memory and CPU, and the client's own CPU for comparison.
 
 #include <optional>
+#include <vector>
 
 #include <sys/types.h>
 
@@ -13,6 +14,10 @@ namespace tidings::load {
 std::optional<long long> rss_bytes(pid_t pid);
 // utime + stime of `pid` in seconds.
 std::optional<double> cpu_seconds(pid_t pid);
+// The sums over several processes (a cluster's nodes); nullopt when `pids`
+// is empty or one of them cannot be read.
+std::optional<long long> rss_bytes(const std::vector<pid_t>& pids);
+std::optional<double> cpu_seconds(const std::vector<pid_t>& pids);
 // user + system CPU of this process in seconds.
 double own_cpu_seconds();
 

@@ -6,11 +6,11 @@
 
 namespace tidings::load {
 
-session_pool::session_pool(boost::asio::io_context& ioc, const boost::asio::ip::tcp::endpoint& server,
+session_pool::session_pool(boost::asio::io_context& ioc, std::vector<boost::asio::ip::tcp::endpoint> servers,
                            target peer, std::vector<std::string> requests, std::size_t count,
                            std::size_t window, std::size_t read_size, event_sink* sink)
     : ioc_(ioc),
-      server_(server),
+      servers_(std::move(servers)),
       requests_(std::move(requests)),
       peer_(peer),
       count_(count),
@@ -36,7 +36,8 @@ void session_pool::start_next() {
 }
 
 std::unique_ptr<sse_session> session_pool::launch(std::size_t session, const std::string& request) {
-  auto s = std::make_unique<sse_session>(ioc_, server_, request, peer_, *this, session, read_size_);
+  auto s = std::make_unique<sse_session>(ioc_, servers_[session % servers_.size()], request, peer_, *this,
+                                         session, read_size_);
   if (any_payload_) s->accept_any_payload();
   s->start();
   return s;

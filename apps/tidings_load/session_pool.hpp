@@ -1,8 +1,9 @@
 #pragma once
 
-// Opens N SSE sessions (session s on the (s mod C)-th of C requests), at most `window` of them connecting at
-// a time (so the node's listen backlog never overflows into SYN retries),
-// and reports when every one of them has had its hello.
+// Opens N SSE sessions (session s sends the (s mod C)-th of C requests to the
+// (s mod M)-th of M servers), at most `window` of them connecting at a time
+// (so a node's listen backlog never overflows into SYN retries), and reports
+// when every one of them has had its hello.
 
 #include <chrono>
 #include <cstdint>
@@ -26,7 +27,7 @@ class event_sink {
 
 class session_pool final : public session_observer {
  public:
-  session_pool(boost::asio::io_context& ioc, const boost::asio::ip::tcp::endpoint& server, target peer,
+  session_pool(boost::asio::io_context& ioc, std::vector<boost::asio::ip::tcp::endpoint> servers, target peer,
                std::vector<std::string> requests, std::size_t count, std::size_t window,
                std::size_t read_size, event_sink* sink);
 
@@ -64,8 +65,8 @@ class session_pool final : public session_observer {
   std::unique_ptr<sse_session> launch(std::size_t session, const std::string& request);
 
   boost::asio::io_context& ioc_;
-  boost::asio::ip::tcp::endpoint server_;
-  std::vector<std::string> requests_;  // session s sends requests_[s % size]
+  std::vector<boost::asio::ip::tcp::endpoint> servers_;  // session s connects to servers_[s % size]
+  std::vector<std::string> requests_;                    // session s sends requests_[s % size]
   target peer_;
   std::size_t count_;
   std::size_t window_;

@@ -245,6 +245,7 @@ void sse_session::on_frame(std::string_view frame, std::int64_t now_ns) {
         std::from_chars(cursor.data() + colon + 1, cursor.data() + cursor.size(), seq).ec == std::errc() &&
         seq > 0;
     d.seq = static_cast<std::uint64_t>(seq);
+    d.cursor = cursor;
   }
   if (id_ok) last_id_.assign(id);
   if (id_ok && any_payload_) return observer_.on_event(id_, d);

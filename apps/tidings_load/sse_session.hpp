@@ -24,7 +24,8 @@ namespace tidings::load {
 
 struct delivery {
   std::string_view stream;  // the event's stream (valid during on_event); empty for nchan
-  std::uint64_t seq = 0;    // the event's own cursor's seq; 0 for nchan
+  std::string_view cursor;  // the event's own cursor (valid during on_event); empty for nchan
+  std::uint64_t seq = 0;    // its seq; 0 for nchan
   std::int64_t sent_ns = 0;
   std::int64_t index = 0;
   std::int64_t publisher = 0;

@@ -1,0 +1,71 @@
+#include "apps/tidings_load/cluster_nodes.hpp"
+
+#include <algorithm>
+#include <iostream>
+#include <stdexcept>
+
+#include <sys/wait.h>
+
+#include "apps/tidings_load/nodes_view.hpp"
+
+namespace tidings::load {
+
+cluster_nodes::cluster_nodes(const std::string& binary, std::size_t count,
+                             const std::vector<std::string>& extra_args, const std::string& token,
+                             std::chrono::milliseconds start_timeout,
+                             std::chrono::milliseconds converge_timeout) {
+  try {
+    for (std::size_t i = 0; i < count; ++i) {
+      std::vector<std::string> args{"--cluster-listen", "127.0.0.1:0"};
+      if (i > 0) args.insert(args.end(), {"--seeds", nodes_.front()->cluster_address()});
+      args.insert(args.end(), extra_args.begin(), extra_args.end());
+      nodes_.push_back(std::make_unique<node_process>(binary, args, start_timeout));
+    }
+    await_alive(endpoints().front(), count, token, converge_timeout);
+  } catch (const std::exception& e) {
+    // The destructor does not run for a constructor that throws.
+    std::string logs;
+    for (std::size_t i = 0; i < nodes_.size(); ++i)
+      logs += "node " + std::to_string(i + 1) + "'s last log lines:\n" + nodes_[i]->log_tail();
+    stop(std::chrono::seconds(5));
+    throw std::runtime_error(e.what() + std::string("\n") + logs);
+  }
+}
+
+cluster_nodes::~cluster_nodes() {
+  stop(std::chrono::seconds(10));
+}
+
+std::vector<client::endpoint> cluster_nodes::endpoints() const {
+  std::vector<client::endpoint> out;
+  for (const auto& n : nodes_) out.push_back({"127.0.0.1", n->port()});
+  return out;
+}
+
+std::vector<pid_t> cluster_nodes::pids() const {
+  std::vector<pid_t> out;
+  for (const auto& n : nodes_) out.push_back(n->pid());
+  return out;
+}
+
+std::size_t cluster_nodes::stop(std::chrono::milliseconds timeout) {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  std::size_t unclean = 0;
+  for (std::size_t i = nodes_.size(); i-- > 0;) {
+    auto& n = *nodes_[i];
+    const bool running = n.pid() > 0;
+    const auto left =
+        std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+    const int status = n.stop(std::max(left, std::chrono::milliseconds(0)));
+    if (running && !(WIFEXITED(status) && WEXITSTATUS(status) == 0)) {
+      ++unclean;
+      std::cerr << "tidings-load: node " << i + 1 << " did not exit cleanly (wait status " << status
+                << "); its last log lines:\n"
+                << n.log_tail();
+    }
+  }
+  nodes_.clear();
+  return unclean;
+}
+
+}  // namespace tidings::load

@@ -1,0 +1,52 @@
+#pragma once
+
+// The cluster tidings-load starts for itself (--scenario cluster
+// --tidingsd): M node_processes on loopback, each with a fresh data
+// directory and --cluster-listen 127.0.0.1:0; node 1 starts without seeds
+// and the others are seeded with its cluster address, as an operator would
+// bring a cluster up. It is ready once node 1's admin view lists all M alive.
+
+#include <chrono>
+#include <cstddef>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <sys/types.h>
+
+#include "apps/tidings_load/node_process.hpp"
+#include "client/http_client.hpp"
+
+namespace tidings::load {
+
+class cluster_nodes {
+ public:
+  // Throws std::runtime_error (with the nodes' last log lines) when a node
+  // does not come up within `start_timeout` or the cluster does not converge
+  // within `converge_timeout`; what did start is stopped first.
+  cluster_nodes(const std::string& binary, std::size_t count, const std::vector<std::string>& extra_args,
+                const std::string& token, std::chrono::milliseconds start_timeout,
+                std::chrono::milliseconds converge_timeout);
+  ~cluster_nodes();
+  cluster_nodes(const cluster_nodes&) = delete;
+  cluster_nodes& operator=(const cluster_nodes&) = delete;
+
+  std::size_t size() const { return nodes_.size(); }
+  const node_process& node(std::size_t i) const { return *nodes_[i]; }
+  // HTTP endpoints and pids, in node order.
+  std::vector<client::endpoint> endpoints() const;
+  std::vector<pid_t> pids() const;
+
+  // SIGTERM to one node after the other, last started first, so that each
+  // drain hands its streams to nodes that still run (stopped all at once,
+  // every drain waits out its timeout for successors that are gone), and
+  // SIGKILL to those still running once `timeout` has passed in all; the
+  // data directories go. Prints the log tail of every node that did not
+  // exit cleanly and returns how many those were.
+  std::size_t stop(std::chrono::milliseconds timeout);
+
+ private:
+  std::vector<std::unique_ptr<node_process>> nodes_;
+};
+
+}  // namespace tidings::load
