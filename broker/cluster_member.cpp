@@ -5,6 +5,7 @@
 
 #include "cluster/atoms.hpp"
 #include "cluster/node_actor.hpp"
+#include "cluster/wire.hpp"
 #include "logging/log.hpp"
 #include "proto/cluster.pb.h"
 
@@ -25,7 +26,8 @@ cluster_member::~cluster_member() {
 
 std::unique_ptr<cluster_member> cluster_member::start(
     caf::actor_system& system, const config& cfg, identity who, actors::hub_registry& hubs,
-    actors::source_registry_actor sources, actors::watch_manager_actor watches, persistence::store& store, persistence::group_committer& committer,
+    actors::source_registry_actor sources, actors::watch_manager_actor watches, persistence::store& store,
+    persistence::group_committer& committer,
     std::function<void(std::function<void(local_node_counts)>)> counts, std::string* error) {
   auto listen = cluster::split_address(*cfg.cluster_listen);
   if (!listen) {
@@ -98,7 +100,8 @@ cluster_hooks cluster_member::hooks() {
           proto::WatchStartReply r;
           actors::watch_start_reply out;
           if (!reply || !r.ParseFromString(*reply))
-            out.error = actors::watch_error{actors::watch_error_kind::unavailable, "the cluster did not answer"};
+            out.error =
+                actors::watch_error{actors::watch_error_kind::unavailable, "the cluster did not answer"};
           else if (!r.ok())
             out.error = actors::watch_error{static_cast<actors::watch_error_kind>(r.error_kind()), r.error()};
           out.shape = r.shape();
@@ -113,8 +116,8 @@ cluster_hooks cluster_member::hooks() {
           std::vector<actors::watch_info> out;
           if (reply && r.ParseFromString(*reply))
             for (auto& w : r.watches())
-              out.push_back({w.name(), w.uri(), w.shape(), w.events(), w.notices(), w.filter_errors(), w.state(),
-                             w.restore_failed(), w.error()});
+              out.push_back({w.name(), w.uri(), w.shape(), w.events(), w.notices(), w.filter_errors(),
+                             w.state(), w.restore_failed(), w.error()});
           req->reply(out);
         });
   };
@@ -124,10 +127,12 @@ cluster_hooks cluster_member::hooks() {
           proto::WatchStopReply r;
           if (!reply || !r.ParseFromString(*reply))
             return req->reply(
-                actors::watch_error{actors::watch_error_kind::unavailable, "the cluster did not answer"}, false);
+                actors::watch_error{actors::watch_error_kind::unavailable, "the cluster did not answer"},
+                false);
           if (!r.ok())
             return req->reply(
-                actors::watch_error{static_cast<actors::watch_error_kind>(r.error_kind()), r.error()}, r.stopped());
+                actors::watch_error{static_cast<actors::watch_error_kind>(r.error_kind()), r.error()},
+                r.stopped());
           req->reply(std::nullopt, r.stopped());
         });
   };
@@ -167,19 +172,8 @@ void cluster_member::read(const std::string& tenant, const std::string& stream, 
               if (!r.ParseFromString(reply)) return done(log);
               log.reached = true;
               if (r.status() == proto::TakeReply::LOG) {
-                persistence::stream_meta m;
-                m.tenant = tenant;
-                m.name = stream;
-                m.epoch = r.epoch();
-                m.first_seq = r.first_seq();
-                m.head_seq = r.head_seq();
-                m.retention_count = r.retention_count();
-                m.retention_age_ms = r.retention_age_ms();
-                m.created_ms = r.created_ms();
-                log.meta = m;
-                for (auto& e : r.events())
-                  log.events.push_back(
-                      {e.seq(), core::event{e.path(), e.type(), e.data_json(), e.time_ms()}});
+                log.meta = cluster::meta_of(r, tenant, stream);
+                cluster::append_events(r, log.events);
               } else if (r.status() == proto::TakeReply::RETRY) {
                 log.reached = false;
               }

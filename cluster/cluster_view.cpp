@@ -4,6 +4,7 @@
 
 #include "cluster/atoms.hpp"
 #include "cluster/relay_actor.hpp"
+#include "cluster/wire.hpp"
 #include "core/placement.hpp"
 #include "proto/cluster.pb.h"
 
@@ -105,15 +106,8 @@ std::optional<actors::stream_tail> cluster_view::read_tail(const actors::stream_
             if (!r.ParseFromString(bytes) || r.status() == proto::TakeReply::RETRY) return;
             out.emplace();
             if (r.status() != proto::TakeReply::LOG) return;
-            persistence::stream_meta meta;
-            meta.tenant = key.tenant;
-            meta.name = key.name;
-            meta.epoch = r.epoch();
-            meta.first_seq = r.first_seq();
-            meta.head_seq = r.head_seq();
-            out->meta = meta;
-            for (auto& e : r.events())
-              out->events.push_back({e.seq(), core::event{e.path(), e.type(), e.data_json(), e.time_ms()}});
+            out->meta = meta_of(r, key.tenant, key.name);
+            append_events(r, out->events);
           },
           [](caf::error&) {});
   return out;

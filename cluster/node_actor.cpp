@@ -224,7 +224,7 @@ caf::result<std::string> on_publish(self_ptr self, const std::string& bytes) {
 
 caf::result<std::string> on_fetch(self_ptr self, const std::string& bytes) {
   proto::FetchRequest p;
-  if (!parse(bytes, &p) || !p.has_after()) {
+  if (!parse(bytes, &p)) {
     proto::FeedPage page;
     page.set_status(proto::FeedPage::RESYNC);
     page.set_reason("bad_request");
@@ -233,13 +233,17 @@ caf::result<std::string> on_fetch(self_ptr self, const std::string& bytes) {
   if (!owns(self, {p.tenant(), p.stream()})) {
     proto::FeedPage page;
     page.set_status(proto::FeedPage::RESYNC);
-    page.set_reason("owner_unreachable");
+    page.set_reason("not_owner");  // the relay asks again shortly
     return page.SerializeAsString();
   }
   auto token = keep_promise(self, self->make_response_promise());
   auto req = std::make_shared<actors::fetch_request>();
   req->sink = std::make_shared<one_fetch>(caf::actor_cast<caf::actor>(self), token);
-  req->after = core::cursor{p.after_epoch(), p.after_seq()};
+  // Without a cursor: the owner's head only (a new session's hello).
+  if (p.has_after())
+    req->after = core::cursor{p.after_epoch(), p.after_seq()};
+  else
+    req->probe = true;
   req->max_frames = std::max<std::uint32_t>(p.max_frames(), 1);
   req->max_bytes = std::max<std::uint32_t>(p.max_bytes(), 1);
   caf::anon_send(self->state.cfg.hubs->get({p.tenant(), p.stream()}), actors::fetch_atom::value, req);

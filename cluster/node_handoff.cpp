@@ -79,23 +79,9 @@ void ask_holder(self_ptr self, std::uint64_t token, std::uint64_t after_seq) {
                 job->log->idempotency.push_back(
                     {k.key(),
                      persistence::idempotency_record{r.epoch(), k.first_seq(), k.count(), k.time_ms()}});
-              auto& m = job->log->meta;
-              m.epoch = r.epoch();
-              m.first_seq = r.first_seq();
-              m.head_seq = r.head_seq();
-              m.retention_count = r.retention_count();
-              m.retention_age_ms = r.retention_age_ms();
-              m.created_ms = r.created_ms();
+              job->log->meta = meta_of(r, job->stream.tenant, job->stream.name);
             }
-            for (auto& e : r.events()) {
-              persistence::stored_event ev;
-              ev.seq = e.seq();
-              ev.ev.path = e.path();
-              ev.ev.type = e.type();
-              ev.ev.data_json = e.data_json();
-              ev.ev.time_ms = e.time_ms();
-              job->log->events.push_back(std::move(ev));
-            }
+            append_events(r, job->log->events);
             if (r.more() && !job->log->events.empty())
               return ask_holder(self, token, job->log->events.back().seq);
             finish_pull(self, token, job->log);

@@ -29,7 +29,8 @@ std::uint64_t keep(self_ptr self, caf::response_promise rp) {
 // Every up member's node actor, this node's own included, with its id.
 std::vector<std::pair<std::string, caf::actor>> members(self_ptr self) {
   auto& st = self->state;
-  std::vector<std::pair<std::string, caf::actor>> out{{st.table.self().id, caf::actor_cast<caf::actor>(self)}};
+  std::vector<std::pair<std::string, caf::actor>> out{
+      {st.table.self().id, caf::actor_cast<caf::actor>(self)}};
   for (auto& [id, handle] : st.handles)
     if (st.table.state(id) == member_state::up) out.emplace_back(id, handle);
   return out;
@@ -102,7 +103,8 @@ caf::result<std::string> on_watch_start_here(self_ptr self, const std::string& b
     out.set_replaced(r.replaced);
     caf::anon_send(me, done_atom::value, token, out.SerializeAsString());
   };
-  self->send(self->state.cfg.watches, actors::start_atom::value, actors::watch_start_request_ptr(std::move(req)));
+  self->send(self->state.cfg.watches, actors::start_atom::value,
+             actors::watch_start_request_ptr(std::move(req)));
   return caf::delegated<std::string>();
 }
 
@@ -116,11 +118,13 @@ caf::result<std::string> on_watch_list_here(self_ptr self, const std::string& te
     for (auto& w : list) *out.add_watches() = to_proto(w, node);
     caf::anon_send(me, done_atom::value, token, out.SerializeAsString());
   };
-  self->send(self->state.cfg.watches, actors::list_atom::value, actors::watch_list_request_ptr(std::move(req)));
+  self->send(self->state.cfg.watches, actors::list_atom::value,
+             actors::watch_list_request_ptr(std::move(req)));
   return caf::delegated<std::string>();
 }
 
-caf::result<std::string> on_watch_stop_here(self_ptr self, const std::string& tenant, const std::string& name) {
+caf::result<std::string> on_watch_stop_here(self_ptr self, const std::string& tenant,
+                                            const std::string& name) {
   auto token = keep(self, self->make_response_promise());
   auto req = std::make_shared<actors::watch_stop_request>();
   req->id = {tenant, name};
@@ -135,7 +139,8 @@ caf::result<std::string> on_watch_stop_here(self_ptr self, const std::string& te
     out.set_stopped(stopped);
     caf::anon_send(me, done_atom::value, token, out.SerializeAsString());
   };
-  self->send(self->state.cfg.watches, actors::stop_atom::value, actors::watch_stop_request_ptr(std::move(req)));
+  self->send(self->state.cfg.watches, actors::stop_atom::value,
+             actors::watch_stop_request_ptr(std::move(req)));
   return caf::delegated<std::string>();
 }
 
@@ -143,7 +148,10 @@ caf::result<std::string> on_watch_list(self_ptr self, const std::string& tenant)
   auto rp = self->make_response_promise();
   auto merged = std::make_shared<proto::WatchList>();
   ask_all(
-      self, [self, tenant](const caf::actor& t) { return self->request(t, ask_timeout, wlist_here_atom::value, tenant); },
+      self,
+      [self, tenant](const caf::actor& t) {
+        return self->request(t, ask_timeout, wlist_here_atom::value, tenant);
+      },
       [merged](const std::string&, const std::optional<std::string>& reply) {
         proto::WatchList part;
         if (!reply || !parse(*reply, &part)) return merged->set_partial(true);

@@ -58,9 +58,11 @@ void fetch_from_owner(self_ptr self, const actors::fetch_request_ptr& req) {
   proto::FetchRequest p;
   p.set_tenant(st.cfg.stream.tenant);
   p.set_stream(st.cfg.stream.name);
-  p.set_has_after(true);
-  p.set_after_epoch(req->after->epoch);
-  p.set_after_seq(req->after->seq);
+  p.set_has_after(req->after.has_value());
+  if (req->after) {
+    p.set_after_epoch(req->after->epoch);
+    p.set_after_seq(req->after->seq);
+  }
   p.set_max_frames(static_cast<std::uint32_t>(std::min<std::size_t>(req->max_frames, 4096)));
   p.set_max_bytes(static_cast<std::uint32_t>(std::min<std::size_t>(req->max_bytes, 4 << 20)));
   self->request(st.cfg.owner, st.cfg.request_timeout, fetch_atom::value, p.SerializeAsString())
@@ -73,6 +75,11 @@ void fetch_from_owner(self_ptr self, const actors::fetch_request_ptr& req) {
             fetch_reply r;
             r.epoch = page.epoch();
             r.head = {page.head_epoch(), page.head_seq()};
+            // That member does not see itself as the owner yet (views
+            // converge within a gossip round): ask again, via the registry.
+            if (page.status() == proto::FeedPage::RESYNC && page.reason() == "not_owner")
+              return void(
+                  self->delayed_send(self, std::chrono::milliseconds(100), actors::fetch_atom::value, req));
             if (page.status() == proto::FeedPage::RESYNC)
               return reply(self, req, std::move(r), fetch_status::resync, page.reason());
             if (req->probe) return reply(self, req, std::move(r), fetch_status::page);
@@ -103,6 +110,10 @@ void on_fetch(self_ptr self, const actors::fetch_request_ptr& req) {
   fetch_reply r;
   r.epoch = st.epoch;
   r.head = head_cursor(st);
+  // A new session's hello shows the owner's head, not this relay's (which
+  // may lag the owner by one batch): what a publisher has had acknowledged
+  // is never shown as still to come.
+  if (!req->after && req->probe) return fetch_from_owner(self, req);
   if (!req->after) return reply(self, req, std::move(r), fetch_status::caught_up);
   auto after = *req->after;
   if (req->probe || after.seq > st.head) return fetch_from_owner(self, req);
@@ -150,7 +161,8 @@ void on_page(self_ptr self, const std::string& bytes) {
     release_sinks(self);
     st.ring.clear();
     // Not at once: the two nodes' views may differ for a gossip round.
-    self->delayed_send(self, std::chrono::milliseconds(200), retry_atom::value, ++st.attempt);
+    st.reopen_attempt = ++st.attempt;
+    self->delayed_send(self, std::chrono::milliseconds(200), retry_atom::value, st.reopen_attempt);
     return;
   }
   if (!st.open) {
@@ -259,7 +271,9 @@ void on_moved(self_ptr self) {
 void on_retry(self_ptr self, std::uint64_t attempt) {
   auto& st = self->state;
   if (st.open || st.moved || attempt != st.attempt) return;
-  if (!st.waiting.empty()) {
+  // A reopen after being turned away keeps its subscribers waiting; only
+  // an open that found no answer at all gives up on them.
+  if (attempt != st.reopen_attempt && !st.waiting.empty()) {
     logging::warn("relay.open_timeout", {{"stream", st.cfg.stream.name}, {"owner", st.cfg.owner_id}});
     auto waiting = std::move(st.waiting);
     for (auto& req : waiting) reply(self, req, {}, fetch_status::resync, "owner_unreachable");

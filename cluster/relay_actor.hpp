@@ -46,7 +46,8 @@ struct relay_state {
   bool open = false;   // the owner's first page arrived
   bool moved = false;  // routed elsewhere now: forward everything
   std::uint64_t attempt = 0;
-  std::uint64_t epoch = 0;  // 0: the stream does not exist at the owner yet
+  std::uint64_t reopen_attempt = 0;  // the attempt that is a reopen, not a timeout
+  std::uint64_t epoch = 0;           // 0: the stream does not exist at the owner yet
   std::uint64_t head = 0;
   std::deque<actors::frame_ptr> ring;
   std::vector<actors::fetch_request_ptr> waiting;

@@ -102,6 +102,25 @@ actors::publish_result from_proto(const proto::PublishReply& p) {
   return r;
 }
 
+persistence::stream_meta meta_of(const proto::TakeReply& r, const std::string& tenant,
+                                 const std::string& stream) {
+  persistence::stream_meta m;
+  m.tenant = tenant;
+  m.name = stream;
+  m.epoch = r.epoch();
+  m.first_seq = r.first_seq();
+  m.head_seq = r.head_seq();
+  m.retention_count = r.retention_count();
+  m.retention_age_ms = r.retention_age_ms();
+  m.created_ms = r.created_ms();
+  return m;
+}
+
+void append_events(const proto::TakeReply& r, std::vector<persistence::stored_event>& out) {
+  for (auto& e : r.events())
+    out.push_back({e.seq(), core::event{e.path(), e.type(), e.data_json(), e.time_ms()}});
+}
+
 proto::FeedPage::Status to_proto(actors::fetch_status s) {
   switch (s) {
     case actors::fetch_status::page:

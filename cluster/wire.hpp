@@ -28,6 +28,12 @@ actors::publish_result from_proto(const proto::PublishReply& r);
 
 proto::FeedPage::Status to_proto(actors::fetch_status s);
 
+// A stream's meta and events as a TakeReply carries them (the receiver
+// chooses the id).
+persistence::stream_meta meta_of(const proto::TakeReply& r, const std::string& tenant,
+                                 const std::string& stream);
+void append_events(const proto::TakeReply& r, std::vector<persistence::stored_event>& out);
+
 // A string with its parse checked: garbage from a peer is an error, never
 // a default-constructed message.
 template <class Message>
