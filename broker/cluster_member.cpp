@@ -3,6 +3,7 @@
 #include <caf/io/all.hpp>
 #include <charconv>
 
+#include "cluster/ask.hpp"
 #include "cluster/atoms.hpp"
 #include "cluster/node_actor.hpp"
 #include "cluster/wire.hpp"
@@ -141,12 +142,7 @@ cluster_hooks cluster_member::hooks() {
 
 void cluster_member::ask(std::chrono::milliseconds timeout, caf::message message,
                          std::function<void(std::optional<std::string>)> done) {
-  if (!node_) return done(std::nullopt);
-  system_.spawn([node = node_, timeout, message = std::move(message),
-                 done = std::move(done)](caf::event_based_actor* self) {
-    self->request(node, timeout, message)
-        .then([done](const std::string& reply) { done(reply); }, [done](caf::error&) { done(std::nullopt); });
-  });
+  cluster::ask(system_, node_, timeout, std::move(message), std::move(done));
 }
 
 void cluster_member::read(const std::string& tenant, const std::string& stream, std::uint64_t after_seq,
@@ -162,25 +158,20 @@ void cluster_member::read(const std::string& tenant, const std::string& stream, 
   req.set_stream(stream);
   req.set_after_seq(after_seq);
   req.set_max_events(static_cast<std::uint32_t>(max));
-  system_.spawn([target, tenant, stream, bytes = req.SerializeAsString(),
-                 done = std::move(done)](caf::event_based_actor* self) {
-    self->request(target, std::chrono::seconds(3), cluster::read_atom::value, bytes)
-        .then(
-            [done, tenant, stream](const std::string& reply) {
-              proto::TakeReply r;
-              remote_log log;
-              if (!r.ParseFromString(reply)) return done(log);
-              log.reached = true;
-              if (r.status() == proto::TakeReply::LOG) {
-                log.meta = cluster::meta_of(r, tenant, stream);
-                cluster::append_events(r, log.events);
-              } else if (r.status() == proto::TakeReply::RETRY) {
-                log.reached = false;
-              }
-              done(std::move(log));
-            },
-            [done](caf::error&) { done({}); });
-  });
+  cluster::ask(system_, target, std::chrono::seconds(3),
+               caf::make_message(cluster::read_atom::value, req.SerializeAsString()),
+               [done = std::move(done), tenant, stream](std::optional<std::string> reply) {
+                 proto::TakeReply r;
+                 remote_log log;
+                 if (!reply || !r.ParseFromString(*reply) || r.status() == proto::TakeReply::RETRY)
+                   return done(log);
+                 log.reached = true;
+                 if (r.status() == proto::TakeReply::LOG) {
+                   log.meta = cluster::meta_of(r, tenant, stream);
+                   cluster::append_events(r, log.events);
+                 }
+                 done(std::move(log));
+               });
 }
 
 void cluster_member::nodes(std::function<void(std::optional<std::string>)> reply) {

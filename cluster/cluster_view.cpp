@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "cluster/ask.hpp"
 #include "cluster/atoms.hpp"
 #include "cluster/relay_actor.hpp"
 #include "cluster/wire.hpp"
@@ -58,29 +59,23 @@ bool cluster_view::subscribe_elsewhere(const std::string& tenant, const std::str
   p.set_requester(m->self_id);
   // The owner's first read of the upstream may take a while (its own
   // timeouts are 10 s).
-  system_.spawn([target, owner, req, fail, bytes = p.SerializeAsString()](caf::event_based_actor* self) {
-    self->request(target, std::chrono::seconds(15), srcsub_atom::value, bytes)
-        .then(
-            [target, req, fail](const std::string& reply) {
-              proto::SourceSubReply r;
-              if (!r.ParseFromString(reply))
-                return fail(actors::watch_error_kind::unavailable,
-                            "unreadable answer from the source's node");
-              if (!r.ok()) return fail(static_cast<actors::watch_error_kind>(r.error_kind()), r.error());
-              actors::source_subscribe_reply out;
-              out.stream = r.stream();
-              out.key = r.key();
-              out.shape = r.shape();
-              out.lease = std::make_shared<actors::source_lease>(r.lease(), [target](std::uint64_t id) {
-                caf::anon_send(target, srcunsub_atom::value, id);
-              });
-              req->reply(std::move(out));
-            },
-            [owner, fail](caf::error&) {
-              fail(actors::watch_error_kind::unavailable,
-                   "the source's node (" + owner + ") did not answer; retry");
-            });
-  });
+  ask(system_, target, std::chrono::seconds(15), caf::make_message(srcsub_atom::value, p.SerializeAsString()),
+      [target, owner, req, fail](std::optional<std::string> reply) {
+        proto::SourceSubReply r;
+        if (!reply)
+          return fail(actors::watch_error_kind::unavailable,
+                      "the source's node (" + owner + ") did not answer; retry");
+        if (!r.ParseFromString(*reply))
+          return fail(actors::watch_error_kind::unavailable, "unreadable answer from the source's node");
+        if (!r.ok()) return fail(static_cast<actors::watch_error_kind>(r.error_kind()), r.error());
+        actors::source_subscribe_reply out;
+        out.stream = r.stream();
+        out.key = r.key();
+        out.shape = r.shape();
+        out.lease = std::make_shared<actors::source_lease>(
+            r.lease(), [target](std::uint64_t id) { caf::anon_send(target, srcunsub_atom::value, id); });
+        req->reply(std::move(out));
+      });
   return true;
 }
 
