@@ -311,8 +311,11 @@ void on_unsub(self_ptr self, const fanout_sink_ptr& sink) {
 void release_held(self_ptr self) {
   auto& st = self->state;
   st.awaiting = false;
-  auto publishes = std::move(st.held_publishes);
-  auto fetches = std::move(st.held_fetches);
+  // Swapped out, not moved from: what runs now may hold new requests again.
+  std::vector<publish_request_ptr> publishes;
+  std::vector<fetch_request_ptr> fetches;
+  publishes.swap(st.held_publishes);
+  fetches.swap(st.held_fetches);
   for (auto& p : publishes) on_publish(self, p);
   for (auto& f : fetches) on_fetch(self, f);
   for (auto& rp : st.quiesce_waiters) rp.deliver(true);

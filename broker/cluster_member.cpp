@@ -26,7 +26,7 @@ cluster_member::~cluster_member() {
 }
 
 std::unique_ptr<cluster_member> cluster_member::start(
-    caf::actor_system& system, const config& cfg, identity who, actors::hub_registry& hubs,
+    caf::actor_system& system, const config& cfg, const identity& who, actors::hub_registry& hubs,
     actors::source_registry_actor sources, actors::watch_manager_actor watches, persistence::store& store,
     persistence::group_committer& committer,
     std::function<void(std::function<void(local_node_counts)>)> counts, std::string* error) {
@@ -84,7 +84,7 @@ cluster_hooks cluster_member::hooks() {
     read(tenant, stream, after_seq, max, std::move(done));
   };
   h.nodes = [this](std::function<void(std::optional<std::string>)> reply) { nodes(std::move(reply)); };
-  h.start_watch = [this](actors::watch_start_request_ptr req) {
+  h.start_watch = [this](const actors::watch_start_request_ptr& req) {
     proto::WatchStart p;
     const auto& spec = req->spec;
     p.set_tenant(spec.id.tenant);
@@ -110,7 +110,7 @@ cluster_hooks cluster_member::hooks() {
           req->reply(out);
         });
   };
-  h.list_watches = [this](actors::watch_list_request_ptr req) {
+  h.list_watches = [this](const actors::watch_list_request_ptr& req) {
     ask(std::chrono::seconds(5), caf::make_message(cluster::wlist_atom::value, req->tenant),
         [req](std::optional<std::string> reply) {
           proto::WatchList r;
@@ -122,7 +122,7 @@ cluster_hooks cluster_member::hooks() {
           req->reply(out);
         });
   };
-  h.stop_watch = [this](actors::watch_stop_request_ptr req) {
+  h.stop_watch = [this](const actors::watch_stop_request_ptr& req) {
     ask(std::chrono::seconds(5), caf::make_message(cluster::wstop_atom::value, req->id.tenant, req->id.name),
         [req](std::optional<std::string> reply) {
           proto::WatchStopReply r;

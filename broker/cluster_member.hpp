@@ -32,7 +32,7 @@ class cluster_member {
   // Publishes the node actor on cluster-listen and starts dialling the
   // seeds; nullptr with *error set when the port cannot be opened.
   static std::unique_ptr<cluster_member> start(
-      caf::actor_system& system, const config& cfg, identity who, actors::hub_registry& hubs,
+      caf::actor_system& system, const config& cfg, const identity& who, actors::hub_registry& hubs,
       actors::source_registry_actor sources, actors::watch_manager_actor watches, persistence::store& store,
       persistence::group_committer& committer,
       std::function<void(std::function<void(local_node_counts)>)> counts, std::string* error);

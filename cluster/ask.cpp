@@ -5,8 +5,8 @@ namespace {
 
 // Spawned with arguments on purpose: CAF 0.17 binds no arguments as a null
 // tuple pointer that it dereferences (UBSan reports it).
-void asker(caf::event_based_actor* self, caf::actor target, std::chrono::milliseconds timeout,
-           caf::message message, std::function<void(std::optional<std::string>)> done) {
+void asker(caf::event_based_actor* self, const caf::actor& target, std::chrono::milliseconds timeout,
+           caf::message message, const std::function<void(std::optional<std::string>)>& done) {
   self->request(target, timeout, std::move(message))
       .then([done](const std::string& reply) { done(reply); }, [done](caf::error&) { done(std::nullopt); });
 }

@@ -215,7 +215,7 @@ caf::result<std::string> on_publish(self_ptr self, const std::string& bytes) {
   auto req = publish_from_proto(p);
   auto token = keep_promise(self, self->make_response_promise());
   caf::actor me = caf::actor_cast<caf::actor>(self);
-  req->reply = [me, token](actors::publish_result r) {
+  req->reply = [me, token](const actors::publish_result& r) {
     caf::anon_send(me, done_atom::value, token, to_proto(r).SerializeAsString());
   };
   caf::anon_send(self->state.cfg.hubs->get({p.tenant(), p.stream()}), actors::publish_atom::value, req);

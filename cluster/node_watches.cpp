@@ -61,16 +61,18 @@ void ask_all(self_ptr self, Ask ask, Fold fold, Done done) {
   };
   auto targets = members(self);
   auto s = std::make_shared<state>(state{targets.size(), std::move(done)});
-  for (auto& [id, target] : targets) {
-    ask(target).then(
-        [s, fold, id](const std::string& reply) {
-          fold(id, std::optional<std::string>(reply));
-          if (--s->left == 0) s->done();
-        },
-        [s, fold, id](caf::error&) {
-          fold(id, std::optional<std::string>());
-          if (--s->left == 0) s->done();
-        });
+  for (auto& member : targets) {
+    const auto& id = member.first;
+    ask(member.second)
+        .then(
+            [s, fold, id](const std::string& reply) {
+              fold(id, std::optional<std::string>(reply));
+              if (--s->left == 0) s->done();
+            },
+            [s, fold, id](caf::error&) {
+              fold(id, std::optional<std::string>());
+              if (--s->left == 0) s->done();
+            });
   }
 }
 

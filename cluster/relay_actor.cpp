@@ -173,7 +173,8 @@ void on_page(self_ptr self, const std::string& bytes) {
     logging::debug("relay.open", {{"stream", st.cfg.stream.name},
                                   {"owner", st.cfg.owner_id},
                                   {"head", core::format_cursor(head_cursor(st))}});
-    auto waiting = std::move(st.waiting);
+    std::vector<actors::fetch_request_ptr> waiting;
+    waiting.swap(st.waiting);
     for (auto& req : waiting) on_fetch(self, req);
     if (page.status() != proto::FeedPage::LIVE) return;
   }
@@ -275,7 +276,8 @@ void on_retry(self_ptr self, std::uint64_t attempt) {
   // an open that found no answer at all gives up on them.
   if (attempt != st.reopen_attempt && !st.waiting.empty()) {
     logging::warn("relay.open_timeout", {{"stream", st.cfg.stream.name}, {"owner", st.cfg.owner_id}});
-    auto waiting = std::move(st.waiting);
+    std::vector<actors::fetch_request_ptr> waiting;
+    waiting.swap(st.waiting);
     for (auto& req : waiting) reply(self, req, {}, fetch_status::resync, "owner_unreachable");
   }
   open_feed(self);
