@@ -76,7 +76,7 @@ http_response unreachable_owner(const std::string& owner) {
 }
 
 // A reader over the events the owner sent (in seq order).
-event_reader buffered(std::shared_ptr<const std::vector<persistence::stored_event>> events) {
+event_reader buffered(const std::shared_ptr<const std::vector<persistence::stored_event>>& events) {
   return [events](std::uint64_t after, std::uint64_t up_to, std::size_t max,
                   std::vector<persistence::stored_event>* out) {
     for (auto& e : *events) {
@@ -158,7 +158,7 @@ route_result api::get_stream(const std::string& stream, const http_request& req,
   };
   if (auto owner = remote_owner(who, stream); !owner.empty()) {
     cluster_.read(who->who.tenant, stream, 0, 0,
-                  [respond = std::move(respond), found, owner](remote_log log) {
+                  [respond = std::move(respond), found, owner](const remote_log& log) {
                     respond(log.reached ? found(log.meta) : unreachable_owner(owner));
                   });
     return {};
@@ -200,7 +200,7 @@ route_result api::history(const std::string& stream, const http_request& req, co
                     if (!log.meta) return respond(error_response(404, "no stream named '" + stream + "'"));
                     auto events =
                         std::make_shared<const std::vector<persistence::stored_event>>(std::move(log.events));
-                    respond(render_history(stream, q, who, *log.meta, buffered(std::move(events))));
+                    respond(render_history(stream, q, who, *log.meta, buffered(events)));
                   });
     return {};
   }
