@@ -1,5 +1,6 @@
 #include "tests/cluster/cluster_sessions.hpp"
 
+#include <algorithm>
 #include <stdexcept>
 
 #include "tests/support/publishing.hpp"
@@ -70,6 +71,28 @@ nlohmann::json admin_stream_row(const client::endpoint& ep, const std::string& s
   for (const auto& row : body.value("streams", nlohmann::json::array()))
     if (row.value("name", "") == stream) return row;
   return nullptr;
+}
+
+nlohmann::json node_row(const nlohmann::json& view, const std::string& id) {
+  for (const auto& row : view.value("nodes", nlohmann::json::array()))
+    if (row.value("id", "") == id) return row;
+  return nullptr;
+}
+
+std::vector<std::string> feeding(const nlohmann::json& row, const std::string& stream) {
+  std::vector<std::string> out;
+  for (const auto& f : row.value("feeds", nlohmann::json::array()))
+    if (f.value("tenant", "") == "default" && f.value("stream", "") == stream)
+      for (const auto& n : f.value("nodes", nlohmann::json::array())) out.push_back(n.get<std::string>());
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+int alive_members(const nlohmann::json& view) {
+  int alive = 0;
+  for (const auto& row : view.value("nodes", nlohmann::json::array()))
+    if (row.value("state", "") == "alive") ++alive;
+  return alive;
 }
 
 }  // namespace tidings::testing

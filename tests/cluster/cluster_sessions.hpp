@@ -58,4 +58,11 @@ stream_info stream_info_of(const client::endpoint& ep, const std::string& stream
 // Throws unless the view answers 200.
 nlohmann::json admin_stream_row(const client::endpoint& ep, const std::string& stream);
 
+// In a GET /admin/v1/nodes body: the row of node `id` (null when absent);
+// the relaying nodes a row's feeds list for `stream` of tenant default,
+// sorted (a duplicate entry shows as a duplicate id); the rows "alive".
+nlohmann::json node_row(const nlohmann::json& view, const std::string& id);
+std::vector<std::string> feeding(const nlohmann::json& row, const std::string& stream);
+int alive_members(const nlohmann::json& view);
+
 }  // namespace tidings::testing

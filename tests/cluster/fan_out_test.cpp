@@ -25,24 +25,6 @@ using namespace tidings;
 using namespace tidings::testing;
 using nlohmann::json;
 
-// The row of node `id` in a GET /admin/v1/nodes body; null when absent.
-json node_row(const json& view, const std::string& id) {
-  for (const auto& row : view.value("nodes", json::array()))
-    if (row.value("id", "") == id) return row;
-  return nullptr;
-}
-
-// The relaying nodes a row's feeds list for `stream`, sorted; every feed
-// entry for the stream counts, so a duplicate entry shows as a duplicate id.
-std::vector<std::string> feeding(const json& row, const std::string& stream) {
-  std::vector<std::string> out;
-  for (const auto& f : row.value("feeds", json::array()))
-    if (f.value("tenant", "") == "default" && f.value("stream", "") == stream)
-      for (const auto& n : f.value("nodes", json::array())) out.push_back(n.get<std::string>());
-  std::sort(out.begin(), out.end());
-  return out;
-}
-
 }  // namespace
 
 TEST_CASE("300 sessions over three nodes get every event through one feed per relaying node", "[cluster]") {

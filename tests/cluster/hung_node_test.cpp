@@ -22,6 +22,7 @@
 
 #include "client/sse_client.hpp"
 #include "tests/cluster/cluster_sessions.hpp"
+#include "tests/support/bounded_poll.hpp"
 #include "tests/support/cluster_nodes.hpp"
 #include "tests/support/publishing.hpp"
 #include "tests/support/sse_reading.hpp"
@@ -80,23 +81,19 @@ struct published {
 };
 published publish_when_placed(const client::endpoint& ep, const std::string& stream, const std::string& event,
                               std::chrono::milliseconds timeout) {
-  const auto deadline = clock_type::now() + timeout;
-  auto pause = 25ms;
   published out;
-  for (;;) {
+  client::http_response r;
+  // 503 while the stream is being placed anew; anything else ends the wait.
+  poll_until(timeout, [&] {
     ++out.attempts;
-    auto r =
-        client::request(ep, "POST", events_target(stream), event, {{"Content-Type", "application/json"}});
-    if (r.status == 201) {
-      out.cursor = parse_body(r).value("cursor", "");
-      return out;
-    }
-    if (r.status != 503 || clock_type::now() + pause > deadline)
-      throw std::runtime_error("publish after the owner hung: status " + std::to_string(r.status) +
-                               ", body " + r.body + " (attempt " + std::to_string(out.attempts) + ")");
-    std::this_thread::sleep_for(pause);
-    pause = std::min<std::chrono::milliseconds>(pause * 2, 250ms);
-  }
+    r = client::request(ep, "POST", events_target(stream), event, {{"Content-Type", "application/json"}});
+    return r.status != 503;
+  });
+  if (r.status != 201)
+    throw std::runtime_error("publish after the owner hung: status " + std::to_string(r.status) + ", body " +
+                             r.body + " (attempt " + std::to_string(out.attempts) + ")");
+  out.cursor = parse_body(r).value("cursor", "");
+  return out;
 }
 
 }  // namespace
@@ -178,10 +175,7 @@ TEST_CASE(
   for (std::size_t i = 0; i < cluster.size(); ++i) {
     auto view = cluster.nodes_view(i);
     INFO("GET /admin/v1/nodes on node " << i << ": " << view.dump());
-    int alive = 0;
-    for (const auto& row : view["nodes"])
-      if (row.value("state", "") == "alive") ++alive;
-    CHECK(alive == 3);
+    CHECK(alive_members(view) == 3);
   }
   WARN("a hung owner:\n" << report.str());
 }

@@ -15,6 +15,7 @@
 
 #include "client/sse_client.hpp"
 #include "tests/cluster/cluster_sessions.hpp"
+#include "tests/support/bounded_poll.hpp"
 #include "tests/support/cluster_nodes.hpp"
 #include "tests/support/publishing.hpp"
 #include "tests/support/sse_reading.hpp"
@@ -36,15 +37,12 @@ std::vector<std::string> history_cursors(const client::endpoint& ep, const std::
 // pause) until its head is `head`; the last answer either way.
 stream_info await_head(const client::endpoint& ep, const std::string& stream, const std::string& head,
                        std::chrono::milliseconds timeout) {
-  const auto deadline = std::chrono::steady_clock::now() + timeout;
-  auto pause = 25ms;
-  for (;;) {
-    auto info = stream_info_of(ep, stream);
-    if (info.status == 200 && info.body.value("head", "") == head) return info;
-    if (std::chrono::steady_clock::now() + pause > deadline) return info;
-    std::this_thread::sleep_for(pause);
-    pause = std::min<std::chrono::milliseconds>(pause * 2, 250ms);
-  }
+  stream_info info;
+  poll_until(timeout, [&] {
+    info = stream_info_of(ep, stream);
+    return info.status == 200 && info.body.value("head", "") == head;
+  });
+  return info;
 }
 
 }  // namespace
@@ -72,10 +70,7 @@ TEST_CASE("a node that rejoins on its data directory takes its streams back with
   for (std::size_t i = 0; i < cluster.size(); ++i) {
     auto view = cluster.nodes_view(i);
     INFO("GET /admin/v1/nodes on node " << i << ": " << view.dump());
-    int alive = 0;
-    for (const auto& row : view["nodes"])
-      if (row.value("state", "") == "alive") ++alive;
-    CHECK(alive == 3);
+    CHECK(alive_members(view) == 3);
   }
 
   // The take-back runs after the node rejoins; its own copy says when it is done.

@@ -22,6 +22,8 @@
 
 #include "client/http_client.hpp"
 #include "core/placement.hpp"
+#include "tests/cluster/cluster_sessions.hpp"
+#include "tests/support/bounded_poll.hpp"
 #include "tests/support/cluster_nodes.hpp"
 #include "tests/support/postgres_server.hpp"
 #include "tests/support/publishing.hpp"
@@ -80,24 +82,6 @@ std::vector<std::string> listen_statements(const std::string& conninfo) {
   return out;
 }
 
-// The row of node `id` in a GET /admin/v1/nodes body; null when absent.
-json node_row(const json& view, const std::string& id) {
-  for (const auto& row : view.value("nodes", json::array()))
-    if (row.value("id", "") == id) return row;
-  return nullptr;
-}
-
-// The relaying nodes a row's feeds list for `stream`, sorted; every feed
-// entry for the stream counts, so a duplicate entry shows as a duplicate id.
-std::vector<std::string> feeding(const json& row, const std::string& stream) {
-  std::vector<std::string> out;
-  for (const auto& f : row.value("feeds", json::array()))
-    if (f.value("tenant", "") == "default" && f.value("stream", "") == stream)
-      for (const auto& n : f.value("nodes", json::array())) out.push_back(n.get<std::string>());
-  std::sort(out.begin(), out.end());
-  return out;
-}
-
 // Polls node `viewer`'s GET /admin/v1/nodes with short, growing pauses until
 // `settled` holds for it or `timeout` passes; returns the last view either
 // way, so that the caller's checks say what was wrong. The admin view is
@@ -105,14 +89,12 @@ std::vector<std::string> feeding(const json& row, const std::string& stream) {
 // owner asynchronously: a bounded poll is how a test sees it settle.
 json await_nodes_view(const cluster_nodes& cluster, std::size_t viewer,
                       const std::function<bool(const json&)>& settled, std::chrono::milliseconds timeout) {
-  const auto deadline = std::chrono::steady_clock::now() + timeout;
-  auto pause = 25ms;
-  for (;;) {
-    auto view = cluster.nodes_view(viewer);
-    if (settled(view) || std::chrono::steady_clock::now() + pause > deadline) return view;
-    std::this_thread::sleep_for(pause);
-    pause = std::min<std::chrono::milliseconds>(pause * 2, 250ms);
-  }
+  json view;
+  poll_until(timeout, [&] {
+    view = cluster.nodes_view(viewer);
+    return settled(view);
+  });
+  return view;
 }
 
 }  // namespace

@@ -17,6 +17,7 @@
 #include "client/http_client.hpp"
 #include "client/sse_client.hpp"
 #include "core/placement.hpp"
+#include "tests/support/bounded_poll.hpp"
 #include "tests/support/cluster_nodes.hpp"
 #include "tests/support/publishing.hpp"
 #include "tests/support/sse_reading.hpp"
@@ -69,15 +70,12 @@ std::string describe(const std::map<std::string, int>& counts) {
 // every member on each request, so a change may take a moment to show.
 std::map<std::string, int> await_watch_total(const cluster_nodes& cluster, std::size_t viewer, int total,
                                              std::chrono::milliseconds timeout = 5s) {
-  const auto deadline = std::chrono::steady_clock::now() + timeout;
-  auto pause = 25ms;
-  for (;;) {
-    auto counts = watch_counts(cluster, viewer);
-    if (counts.size() == cluster.size() && total_of(counts) == total) return counts;
-    if (std::chrono::steady_clock::now() + pause > deadline) return counts;
-    std::this_thread::sleep_for(pause);
-    pause = std::min<std::chrono::milliseconds>(pause * 2, 250ms);
-  }
+  std::map<std::string, int> counts;
+  poll_until(timeout, [&] {
+    counts = watch_counts(cluster, viewer);
+    return counts.size() == cluster.size() && total_of(counts) == total;
+  });
+  return counts;
 }
 
 // The id of the one node whose count is 1 (the others 0), or "" when the

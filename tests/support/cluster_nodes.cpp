@@ -1,4 +1,5 @@
 #include "tests/support/cluster_nodes.hpp"
+#include "tests/support/bounded_poll.hpp"
 
 #include <algorithm>
 #include <cstdlib>
@@ -190,10 +191,10 @@ void cluster_nodes::await_converged(std::chrono::milliseconds timeout) {
   for (std::size_t i = 0; i < nodes_.size(); ++i)
     if (running(i)) expected.insert(at(i).id);
 
-  const auto deadline = std::chrono::steady_clock::now() + timeout;
-  auto pause = 25ms;
   std::string last;
-  for (;;) {
+  // Membership spreads by gossip rounds of about a second: polling an admin
+  // view is the bounded way to see it settle.
+  auto converged = poll_until(timeout, [&] {
     bool all = true;
     last.clear();
     for (std::size_t i = 0; i < nodes_.size() && all; ++i) {
@@ -211,16 +212,12 @@ void cluster_nodes::await_converged(std::chrono::milliseconds timeout) {
         last = "node " + std::to_string(i) + ": " + e.what();
       }
     }
-    if (all) return;
-    if (std::chrono::steady_clock::now() + pause > deadline)
-      throw std::runtime_error("the cluster did not converge on " +
-                               join(std::vector<std::string>(expected.begin(), expected.end()), ',') +
-                               " within " + std::to_string(timeout.count()) + " ms; last view " + last);
-    // Membership spreads by gossip rounds of about a second: polling an
-    // admin view with a growing pause is the bounded way to see it settle.
-    std::this_thread::sleep_for(pause);
-    pause = std::min<std::chrono::milliseconds>(pause * 2, 250ms);
-  }
+    return all;
+  });
+  if (!converged)
+    throw std::runtime_error("the cluster did not converge on " +
+                             join(std::vector<std::string>(expected.begin(), expected.end()), ',') +
+                             " within " + std::to_string(timeout.count()) + " ms; last view " + last);
 }
 
 std::string cluster_nodes::owned_stream(std::size_t owner, const std::string& prefix,
