@@ -149,9 +149,7 @@ void cluster_member::read(const std::string& tenant, const std::string& stream, 
                           std::size_t max, std::function<void(remote_log)> done) {
   auto m = view_->current();
   auto owner = view_->owner_of(tenant, stream);
-  caf::actor target;
-  for (auto& [peer, handle] : m->peers)
-    if (peer.id == owner) target = handle;
+  auto target = m->node_of(owner);
   if (!target) return done({});
   proto::ReadRequest req;
   req.set_tenant(tenant);

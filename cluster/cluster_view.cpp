@@ -41,9 +41,7 @@ bool cluster_view::subscribe_elsewhere(const std::string& tenant, const std::str
   auto owner = owner_of(tenant, stream);
   if (owner.empty()) return false;
   auto m = current();
-  caf::actor target;
-  for (auto& [peer, handle] : m->peers)
-    if (peer.id == owner) target = handle;
+  auto target = m->node_of(owner);
   auto fail = [req, owner](actors::watch_error_kind kind, std::string why) {
     actors::source_subscribe_reply r;
     r.error = actors::watch_error{kind, std::move(why)};
@@ -83,9 +81,7 @@ std::optional<actors::stream_tail> cluster_view::read_tail(const actors::stream_
                                                            std::chrono::milliseconds timeout) {
   auto m = current();
   auto owner = owner_of(key.tenant, key.name);
-  caf::actor target;
-  for (auto& [peer, handle] : m->peers)
-    if (peer.id == owner) target = handle;
+  auto target = m->node_of(owner);
   if (!target) return std::nullopt;
   proto::ReadRequest req;
   req.set_tenant(key.tenant);
@@ -153,8 +149,7 @@ actors::hub_actor cluster_view::spawn_relay(const actors::stream_key& key, const
   cfg.self_id = m->self_id;
   cfg.registry = &hubs_;
   cfg.ring_events = ring_events_;
-  for (auto& [peer, handle] : m->peers)
-    if (peer.id == owner) cfg.owner = handle;
+  cfg.owner = m->node_of(owner);
   return system_.spawn(relay, std::move(cfg));
 }
 

@@ -23,6 +23,13 @@ struct membership {
   std::vector<std::string> holders;                  // sorted, self included: up, draining or not
   std::vector<std::string> lost;                     // seen and lost since this node started
   std::vector<std::pair<member, caf::actor>> peers;  // up members' node actors
+
+  // The node actor of the up member `id`; null when it is not one.
+  caf::actor node_of(const std::string& id) const {
+    for (const auto& [peer, handle] : peers)
+      if (peer.id == id) return handle;
+    return {};
+  }
 };
 using membership_ptr = std::shared_ptr<const membership>;
 
