@@ -102,7 +102,10 @@ hub_actor hub_registry::spawn_locked(const stream_key& key, bool unknown) {
   cfg.registry = this;
   auto* r = router();
   cfg.taken_over = r && !pinned_locked(key) && r->taken_over(key);
-  cfg.await_handoff = r && !pinned_locked(key);
+  // A stream this node owns may have a log on its previous holder (a
+  // source or watch that moved here pins it first, then writes): pull it.
+  // One pinned here against placement stays what this node has.
+  cfg.await_handoff = r && (!pinned_locked(key) || r->owner(key).empty());
   std::shared_ptr<std::atomic<bool>> counted;
   if (unknown) {
     ++unknown_;

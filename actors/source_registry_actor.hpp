@@ -26,6 +26,7 @@ using source_unsub_atom = caf::atom_constant<caf::atom("srcunsub")>;
 using source_list_atom = caf::atom_constant<caf::atom("srclist")>;
 using source_stop_atom = caf::atom_constant<caf::atom("srcstop")>;
 using source_reload_atom = caf::atom_constant<caf::atom("srcreload")>;
+using source_handoff_atom = caf::atom_constant<caf::atom("srchandoff")>;
 
 // One running source, as the list views show it.
 struct source_info {
@@ -115,6 +116,10 @@ using source_registry_actor = caf::typed_actor<
     caf::reacts_to<task_atom, actor_task>,
     // A reload: end the sources of removed upstreams, restart those of changed ones.
     caf::reacts_to<source_reload_atom, source_reload_request_ptr>,
+    // The node drains out of a cluster: close every source (their streams
+    // move to their new owners, where subscribers start them again), then
+    // run the task once none runs.
+    caf::reacts_to<source_handoff_atom, actor_task>,
     // The node stops: close every upstream, then quit.
     caf::reacts_to<source_stop_atom>>;
 

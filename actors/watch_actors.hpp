@@ -31,6 +31,8 @@ using start_atom = caf::atom_constant<caf::atom("start")>;
 using stop_atom = caf::atom_constant<caf::atom("stop")>;
 using list_atom = caf::atom_constant<caf::atom("list")>;
 using restore_atom = caf::atom_constant<caf::atom("restore")>;
+using specs_atom = caf::atom_constant<caf::atom("specs")>;
+using release_atom = caf::atom_constant<caf::atom("release")>;
 using task_atom = caf::atom_constant<caf::atom("task")>;
 using shutdown_atom = caf::atom_constant<caf::atom("shutdown")>;
 
@@ -77,6 +79,9 @@ using watch_manager_actor = caf::typed_actor<
     caf::reacts_to<stop_atom, watch_stop_request_ptr>,
     // At node start: restart every stored spec, then one restore notice.
     caf::reacts_to<restore_atom>,
+    // Cluster: the specs held here, and a watch handed to another member.
+    caf::reacts_to<specs_atom, watch_specs_request_ptr>,
+    caf::reacts_to<release_atom, watch_release_request_ptr>,
     // The next step of a start or stop.
     caf::reacts_to<task_atom, actor_task>,
     // The node stops: end every watch's actors (no flush; the stored
@@ -93,3 +98,5 @@ CAF_ALLOW_UNSAFE_MESSAGE_TYPE(tidings::actors::watch_output_ptr)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(tidings::actors::watch_start_request_ptr)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(tidings::actors::watch_list_request_ptr)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(tidings::actors::watch_stop_request_ptr)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(tidings::actors::watch_specs_request_ptr)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(tidings::actors::watch_release_request_ptr)

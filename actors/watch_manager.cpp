@@ -36,6 +36,7 @@ struct start_job {
   persistence::watch_spec spec;
   std::optional<persistence::watch_progress> progress;  // restoring from this
   bool restoring = false;
+  bool adopted = false;  // moved here from another member (restoring, but not stored here yet)
   std::function<void(watch_start_reply)> done;  // runs in the manager
   watch_entry fresh;
   watch_prepare_result prepared;
@@ -150,18 +151,24 @@ void persist_start(self_ptr self, const job_ptr& job) {
     self->state.on_child_down[child] = [job, self](const caf::error& reason) {
       job->child_died = "the watch's actor ended while starting: " + self->system().render(reason);
     };
-  if (job->restoring && job->progress) return go_live(self, job);
+  if (job->restoring && job->progress && !job->adopted) return go_live(self, job);
   persistence::write_set ws;
   ws.watch_deletes.push_back(job->spec.id);
   ws.watch_puts.push_back(job->spec);
-  persistence::watch_progress progress;
-  std::string error;
-  progress.stream = job->target.stream;
-  progress.cursor = job->prepared.position.cursor;
-  if (job->prepared.position.changed) progress.paths = *job->prepared.position.changed;
-  progress.replace_paths = job->prepared.position.reset;
-  progress.shape = job->prepared.position.shape;
-  ws.progress_puts.emplace_back(job->spec.id, std::move(progress));
+  if (job->adopted && job->progress) {
+    // Where the previous holder stood, every path of it.
+    auto carried = *job->progress;
+    carried.replace_paths = true;
+    ws.progress_puts.emplace_back(job->spec.id, std::move(carried));
+  } else {
+    persistence::watch_progress progress;
+    progress.stream = job->target.stream;
+    progress.cursor = job->prepared.position.cursor;
+    if (job->prepared.position.changed) progress.paths = *job->prepared.position.changed;
+    progress.replace_paths = job->prepared.position.reset;
+    progress.shape = job->prepared.position.shape;
+    ws.progress_puts.emplace_back(job->spec.id, std::move(progress));
+  }
   write(self, std::move(ws), [self, job](const std::string& err) {
     if (!err.empty())
       return abort_start(self, job, error_of(watch_error_kind::unavailable, "not stored: " + err));
@@ -380,7 +387,7 @@ void spawn_pipeline(self_ptr self, const job_ptr& job) {
   self->monitor(debounce);
   st.filters.insert(filter.address());
   st.debounces.insert(debounce.address());
-  job->fresh = watch_entry{spec, filter, debounce, stats, "running", {}, job->lease};
+  job->fresh = watch_entry{spec, filter, debounce, stats, "running", {}, job->lease, uri->stream};
   for (const caf::actor_addr& child : {filter.address(), debounce.address()})
     st.on_child_down[child] = [self, job](const caf::error& reason) {
       abort_start(self, job,
@@ -429,6 +436,49 @@ void on_stop(self_ptr self, const watch_stop_request_ptr& req) {
   };
   it->second.state = "stopping";
   flush_and_then(self, it->second, true, forget);
+}
+
+// The stream whose position a watch keeps: the one it reads, or for a
+// watch that never started here, its stream:// URI's (none for a source).
+std::string progress_stream(const watch_entry& entry) {
+  if (!entry.stream.empty()) return entry.stream;
+  std::string error;
+  if (!core::is_stream_uri(entry.spec.uri)) return {};
+  auto uri = core::parse_stream_uri(entry.spec.uri, &error);
+  return uri ? uri->stream : std::string{};
+}
+
+void on_release(self_ptr self, const watch_release_request_ptr& req) {
+  auto& st = self->state;
+  const auto& id = req->id;
+  auto it = st.watches.find(id);
+  if (st.starting.contains(id) || (it != st.watches.end() && it->second.state == "stopping"))
+    return req->reply(
+        error_of(watch_error_kind::busy, "the watch " + id.name + " is being started or stopped"), {}, {});
+  if (it == st.watches.end())
+    return req->reply(error_of(watch_error_kind::bad_request, "no watch " + id.name), {}, {});
+  it->second.state = "stopping";
+  // Its pending notices go out here, under this node's cursor; the position
+  // read after the flush is where the next holder resumes.
+  flush_and_then(self, it->second, true, [self, req] {
+    auto& st = self->state;
+    auto it = st.watches.find(req->id);
+    if (it == st.watches.end()) return req->reply(error_of(watch_error_kind::bad_request, "gone"), {}, {});
+    auto spec = it->second.spec;
+    std::optional<persistence::watch_progress> progress;
+    if (auto stream = progress_stream(it->second); !stream.empty())
+      if (auto s = st.cfg.store->get_watch_progress(req->id, stream, &progress); !s.ok())
+        logging::warn("watch.progress_unreadable", {{"watch", req->id.name}, {"error", s.message()}});
+    persistence::write_set ws;
+    ws.watch_deletes.push_back(req->id);
+    write(self, std::move(ws), [self, req, spec, progress](const std::string& err) {
+      self->state.watches.erase(req->id);
+      sync_pin(self->state, req->id);
+      if (!err.empty()) logging::warn("watch.release_not_removed", {{"watch", req->id.name}, {"error", err}});
+      logging::info("watch.released", {{"watch", req->id.name}, {"resumable", progress.has_value()}});
+      req->reply(std::nullopt, spec, progress);
+    });
+  });
 }
 
 std::string shape_name(const watch_stats& stats) {
@@ -543,7 +593,7 @@ constexpr std::chrono::seconds max_restore_backoff{60};
 // growing backoff, until it starts, is stopped or is replaced.
 void keep_restore_failed(self_ptr self, const persistence::watch_spec& spec, const std::string& error,
                          std::chrono::seconds backoff) {
-  self->state.watches[spec.id] = watch_entry{spec, {}, {}, {}, "restore_failed", error, {}};
+  self->state.watches[spec.id] = watch_entry{spec, {}, {}, {}, "restore_failed", error, {}, {}};
   logging::warn("watch.restore_failed", {{"watch", spec.id.name},
                                          {"error", error},
                                          {"retry_in_s", static_cast<std::int64_t>(backoff.count())}});
@@ -655,11 +705,30 @@ watch_manager_actor::behavior_type watch_manager(
         if (job->spec.created_ms == 0) job->spec.created_ms = now_ms();
         job->done = req->reply;
         job->max_watches = req->max_watches;
+        if (req->adopt) {
+          // Adopted twice (a drain's hand-over and the copy of the member
+          // that left): the one running stays as it is.
+          if (auto it = self->state.watches.find(req->spec.id);
+              it != self->state.watches.end() && it->second.state == "running")
+            return req->reply(watch_start_reply{
+                std::nullopt, it->second.stats ? shape_name(*it->second.stats) : std::string{}, false});
+          job->restoring = true;
+          job->adopted = true;
+          job->progress = req->progress;
+          job->max_watches = SIZE_MAX;  // admitted where it was first started
+        }
         begin_start(self, job);
       },
       [self](list_atom, const watch_list_request_ptr& req) { on_list(self, req); },
       [self](stop_atom, const watch_stop_request_ptr& req) { on_stop(self, req); },
       [self](restore_atom) { on_restore(self); },
+      [self](specs_atom, const watch_specs_request_ptr& req) {
+        std::vector<persistence::watch_spec> out;
+        for (const auto& [id, entry] : self->state.watches)
+          if (entry.state != "stopping") out.push_back(entry.spec);
+        req->reply(std::move(out));
+      },
+      [self](release_atom, const watch_release_request_ptr& req) { on_release(self, req); },
       [self](task_atom, const actor_task& task) {
         if (task.run) task.run();
       },

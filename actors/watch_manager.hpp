@@ -39,6 +39,7 @@ struct watch_entry {
   std::string state;  // running, stopping, failed, restore_failed
   std::string error;
   source_lease_ptr lease;  // a watch on an upstream source keeps it subscribed
+  std::string stream;      // the stream it reads (its progress is kept per stream)
 };
 
 struct watch_manager_state {

@@ -112,9 +112,30 @@ struct watch_start_reply {
 struct watch_start_request {
   persistence::watch_spec spec;
   std::size_t max_watches = 0;  // the tenant's limit; 0: the node's
+  // Moved here from another cluster member: validated when it was first
+  // started (no dry run, no watch cap), resuming from `progress` if given.
+  bool adopt = false;
+  std::optional<persistence::watch_progress> progress;
   std::function<void(watch_start_reply)> reply;
 };
 using watch_start_request_ptr = std::shared_ptr<watch_start_request>;
+
+// Every spec this node runs (or keeps listed as failed), for the copies
+// the cluster's other members hold.
+struct watch_specs_request {
+  std::function<void(std::vector<persistence::watch_spec>)> reply;
+};
+using watch_specs_request_ptr = std::shared_ptr<watch_specs_request>;
+
+// Stops a watch to move it to another member: its pending notices go out,
+// then its spec and position are read and removed from this node.
+struct watch_release_request {
+  persistence::watch_id id;
+  std::function<void(std::optional<watch_error>, std::optional<persistence::watch_spec>,
+                     std::optional<persistence::watch_progress>)>
+      reply;
+};
+using watch_release_request_ptr = std::shared_ptr<watch_release_request>;
 
 struct watch_list_request {
   std::string tenant;

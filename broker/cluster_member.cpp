@@ -36,6 +36,7 @@ std::unique_ptr<cluster_member> cluster_member::start(
     return nullptr;
   }
   auto view = std::make_unique<cluster::cluster_view>(system, who.node_id, hubs, cfg.ring_events);
+  view->set_sources(sources);
   cluster::node_config ncfg;
   ncfg.self = {who.node_id, cfg.cluster_advertise.empty() ? *cfg.cluster_listen : cfg.cluster_advertise,
                who.http_address, who.incarnation, false};
@@ -85,16 +86,7 @@ cluster_hooks cluster_member::hooks() {
   };
   h.nodes = [this](std::function<void(std::optional<std::string>)> reply) { nodes(std::move(reply)); };
   h.start_watch = [this](const actors::watch_start_request_ptr& req) {
-    proto::WatchStart p;
-    const auto& spec = req->spec;
-    p.set_tenant(spec.id.tenant);
-    p.set_name(spec.id.name);
-    p.set_uri(spec.uri);
-    p.set_has_on_event(spec.on_event.has_value());
-    if (spec.on_event) p.set_on_event(*spec.on_event);
-    p.set_debounce_ms(spec.debounce_ms);
-    p.set_max_wait_ms(spec.max_wait_ms);
-    p.set_created_ms(spec.created_ms);
+    auto p = cluster::to_proto(req->spec);
     p.set_max_watches(req->max_watches);
     ask(std::chrono::seconds(45), caf::make_message(cluster::wstart_atom::value, p.SerializeAsString()),
         [req](std::optional<std::string> reply) {

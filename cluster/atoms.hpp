@@ -30,6 +30,7 @@ using wlist_atom = caf::atom_constant<caf::atom("cwlist")>;          // (tenant)
 using wlist_here_atom = caf::atom_constant<caf::atom("cwlisth")>;    // (tenant) -> WatchList
 using wstop_atom = caf::atom_constant<caf::atom("cwstop")>;          // (tenant, name) -> WatchStopReply
 using wstop_here_atom = caf::atom_constant<caf::atom("cwstoph")>;    // (tenant, name) -> WatchStopReply
+using wcopy_atom = caf::atom_constant<caf::atom("cwcopy")>;  // (WatchCopies): the sender's watch specs
 // owner node -> relay
 using page_atom = caf::atom_constant<caf::atom("cpage")>;  // (FeedPage)
 // local only
@@ -43,5 +44,6 @@ using drain_atom = caf::atom_constant<caf::atom("cdrain")>;
 using drain_end_atom = caf::atom_constant<caf::atom("cdrainend")>;
 using settled_atom = caf::atom_constant<caf::atom("csettled")>;
 using rebalance_atom = caf::atom_constant<caf::atom("crebal")>;
+using copies_atom = caf::atom_constant<caf::atom("ccopies")>;  // (WatchCopies): this node's own
 
 }  // namespace tidings::cluster

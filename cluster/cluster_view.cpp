@@ -58,7 +58,7 @@ bool cluster_view::subscribe_elsewhere(const std::string& tenant, const std::str
   // The owner's first read of the upstream may take a while (its own
   // timeouts are 10 s).
   ask(system_, target, std::chrono::seconds(15), caf::make_message(srcsub_atom::value, p.SerializeAsString()),
-      [target, owner, req, fail](std::optional<std::string> reply) {
+      [target, owner, req, fail, tenant, holds = holds_](std::optional<std::string> reply) {
         proto::SourceSubReply r;
         if (!reply)
           return fail(actors::watch_error_kind::unavailable,
@@ -70,8 +70,16 @@ bool cluster_view::subscribe_elsewhere(const std::string& tenant, const std::str
         out.stream = r.stream();
         out.key = r.key();
         out.shape = r.shape();
-        out.lease = std::make_shared<actors::source_lease>(
-            r.lease(), [target](std::uint64_t id) { caf::anon_send(target, srcunsub_atom::value, id); });
+        auto hold = std::make_shared<source_hold>();
+        hold->tenant = tenant;
+        hold->uri = req->uri;
+        hold->stream = r.stream();
+        hold->holder = owner;
+        hold->target = target;
+        hold->lease = r.lease();
+        // The lease keeps the hold; the hold's end releases the lease there.
+        out.lease = std::make_shared<actors::source_lease>(r.lease(), [hold](std::uint64_t) {});
+        holds->add(hold);
         req->reply(std::move(out));
       });
   return true;

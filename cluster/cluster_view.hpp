@@ -13,6 +13,7 @@
 
 #include "actors/hub_registry.hpp"
 #include "actors/hub_router.hpp"
+#include "actors/source_registry_actor.hpp"
 #include "cluster/member_table.hpp"
 
 namespace tidings::cluster {
@@ -32,6 +33,35 @@ struct membership {
   }
 };
 using membership_ptr = std::shared_ptr<const membership>;
+
+// A subscription this node's sessions and watches hold to a source that
+// runs on another member (their leases share it). When that member is lost
+// or drains, follow_sources() subscribes again where the source's stream
+// is placed now, this node included; the lease at the old member goes.
+struct source_hold {
+  std::string tenant;
+  std::string uri;
+  std::string stream;
+  std::mutex mutex;    // guards the rest
+  std::string holder;  // the member the source runs on; "" once it runs here
+  caf::actor target;   // its node actor
+  std::uint64_t lease = 0;
+  actors::source_lease_ptr local;  // the lease here, once it runs here
+  bool moving = false;
+
+  ~source_hold();
+};
+
+// Every hold still referenced, shared with the replies that add to it (they
+// may come after the view is gone).
+struct source_hold_list {
+  std::mutex mutex;
+  std::vector<std::weak_ptr<source_hold>> holds;
+
+  void add(const std::shared_ptr<source_hold>& hold);
+  // The live ones; the expired ones are dropped.
+  std::vector<std::shared_ptr<source_hold>> live();
+};
 
 class cluster_view final : public actors::hub_router {
  public:
@@ -55,6 +85,12 @@ class cluster_view final : public actors::hub_router {
 
   // Set once the node actor runs: pulls go to it.
   void set_node(caf::actor node);
+  // Where a source runs when this node becomes its owner.
+  void set_sources(actors::source_registry_actor sources);
+  // Subscribes again every hold whose member is gone or draining (a
+  // membership change, and every tick to retry).
+  void follow_sources();
+  std::size_t source_holds() const;
   // Who held `key` before this node if not this node: the top of the
   // holders without us ("" when there is nobody else).
   std::string previous_holder(const std::string& tenant, const std::string& key) const;
@@ -66,6 +102,10 @@ class cluster_view final : public actors::hub_router {
   mutable std::mutex mutex_;
   membership_ptr current_;
   caf::actor node_;
+  actors::source_registry_actor sources_;
+  std::shared_ptr<source_hold_list> holds_ = std::make_shared<source_hold_list>();
+
+  void resubscribe(const std::shared_ptr<source_hold>& hold, const std::string& owner);
 };
 
 }  // namespace tidings::cluster

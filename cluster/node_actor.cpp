@@ -43,9 +43,11 @@ void on_change(self_ptr self) {
                                     {"lost", static_cast<std::uint64_t>(m->lost.size())}});
   st.cfg.view->update(std::move(m));
   st.cfg.hubs->reroute();
+  st.cfg.view->follow_sources();
   auto gossip = encode_members(st.table.all());
   for (auto& [id, handle] : st.handles) self->send(handle, members_atom::value, gossip);
   rebalance(self);
+  sync_watch_copies(self);
   answer_if_settled(self);
 }
 
@@ -167,6 +169,9 @@ void on_tick(self_ptr self) {
       if (auto m = st.table.find(id); m && m->cluster_address == seed) connected = true;
     if (!connected) dial(self, seed);
   }
+  // Retries what a membership change could not finish at once.
+  st.cfg.view->follow_sources();
+  sync_watch_copies(self);
   self->delayed_send(self, st.cfg.dial_interval, tick_atom::value);
 }
 
@@ -178,9 +183,16 @@ void on_down(self_ptr self, const caf::down_msg& dm) {
     if (auto h = st.handles.find(id); h != st.handles.end() && h->second.address() == dm.source)
       st.handles.erase(h);
     drop_leases_of(self, id);
+    // A member that drained handed its watches over itself.
+    auto m = st.table.find(id);
+    bool drained = m && m->draining;
     if (st.table.mark_down(id)) {
       logging::warn("cluster.member_down", {{"node", id}, {"reason", self->system().render(dm.reason)}});
       on_change(self);
+      if (drained)
+        st.watch_copies.erase(id);
+      else
+        adopt_watches_of(self, id);
     }
     return;
   }
@@ -291,8 +303,11 @@ caf::result<std::string> on_stats(self_ptr self) {
   auto streams = st.cfg.hubs->hub_count();
   auto relays = st.cfg.hubs->relay_count();
   auto id = st.table.self().id;
-  auto finish = [me, token, feeds = std::move(feeds), streams, relays, id](proto::NodeStats s) {
+  std::uint64_t copies = 0;
+  for (const auto& [holder, list] : st.watch_copies) copies += list.size();
+  auto finish = [me, token, feeds = std::move(feeds), streams, relays, id, copies](proto::NodeStats s) {
     s.set_id(id);
+    s.set_watch_copies(copies);
     s.set_streams(streams);
     s.set_relays(relays);
     for (auto& [key, nodes] : feeds) {
@@ -316,8 +331,9 @@ nlohmann::json stats_json(const proto::NodeStats& s) {
     feeds.push_back({{"tenant", f.tenant()},
                      {"stream", f.stream()},
                      {"nodes", std::vector<std::string>(f.nodes().begin(), f.nodes().end())}});
-  return {{"streams", s.streams()}, {"relays", s.relays()},     {"sources", s.sources()},
-          {"watches", s.watches()}, {"sessions", s.sessions()}, {"feeds", std::move(feeds)}};
+  return {{"streams", s.streams()},   {"relays", s.relays()},     {"sources", s.sources()},
+          {"watches", s.watches()},   {"sessions", s.sessions()}, {"watch_copies", s.watch_copies()},
+          {"feeds", std::move(feeds)}};
 }
 
 // Every member the node knows of, with its counts where it answered in time.
@@ -476,6 +492,11 @@ caf::behavior node(node_actor* self, node_config cfg) {
         return on_watch_stop_here(self, tenant, name);
       },
       [self](drain_end_atom) { end_drain(self); },
+      [self](wcopy_atom, const std::string& bytes) { on_peer_copies(self, bytes); },
+      [self](copies_atom, const std::string& bytes) { on_own_copies(self, bytes); },
+      [self](actors::task_atom, const actors::actor_task& task) {
+        if (task.run) task.run();
+      },
   };
 }
 

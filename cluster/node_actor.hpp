@@ -86,6 +86,15 @@ struct node_state {
   std::set<actors::stream_key> handing;
   std::set<actors::stream_key> handed;  // taken during this drain (their deletes may still be in flight)
   std::optional<caf::response_promise> drain_reply;
+  bool moving_out = false;  // draining: watches and sources not yet released
+
+  // Watch specs other members run, by member (node_moves.cpp), and ours as
+  // last sent to which peers.
+  std::map<std::string, std::vector<proto::WatchStart>> watch_copies;
+  std::set<persistence::watch_id> local_watches;
+  std::set<persistence::watch_id> yielding;  // duplicates being stopped here
+  std::string copies_sent;
+  std::set<caf::actor_addr> copies_peers;
 };
 
 using node_actor = caf::stateful_actor<node_state>;
@@ -117,6 +126,17 @@ caf::result<std::string> on_source_subscribe(node_actor* self, const std::string
 void on_source_subscribed(node_actor* self, std::uint64_t token, const actors::source_lease_ptr& lease,
                           const std::string& node, const std::string& reply);
 void drop_leases_of(node_actor* self, const std::string& node);
+
+// node_moves.cpp: watches and sources follow membership (ADR 0016).
+// Reads this node's watch specs; they come back as copies_atom.
+void sync_watch_copies(node_actor* self);
+void on_own_copies(node_actor* self, const std::string& bytes);
+void on_peer_copies(node_actor* self, const std::string& bytes);
+// `lost` is gone: start the watches it ran that this node now owns.
+void adopt_watches_of(node_actor* self, const std::string& lost);
+// Draining: release every watch to its new owner and close every source,
+// then run `then`.
+void move_out(node_actor* self, std::function<void()> then);
 
 // node_watches.cpp: watches reachable from every member.
 caf::result<std::string> on_watch_start(node_actor* self, const std::string& bytes);

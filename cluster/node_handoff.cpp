@@ -187,8 +187,10 @@ caf::result<std::string> on_take(self_ptr self, const std::string& bytes) {
   // Only to the member this node also sees as the owner: a view that has
   // not converged yet must not give a stream away twice.
   if (st.cfg.view->owner_of(key.tenant, key.name) != req.requester()) return retry.SerializeAsString();
-  // A source or watch running here still writes it: not ours to give.
+  // A source or watch running here still writes it: not ours to give,
+  // unless draining, which ends them soon (the new owner asks again).
   if (st.cfg.hubs->pinned(key)) {
+    if (st.draining) return retry.SerializeAsString();
     proto::TakeReply none;
     none.set_status(proto::TakeReply::NONE);
     return none.SerializeAsString();
@@ -265,7 +267,7 @@ void on_rebalance(self_ptr self, std::uint64_t generation) {
   auto& st = self->state;
   if (generation != st.rebalance_generation) return;
   if (!st.draining) return rebalance_now(self);
-  if (!st.drain_reply) return;
+  if (!st.drain_reply || st.moving_out) return;
   // Draining while members come and go (all of them may be leaving): ask
   // the owners as they are now; nothing left to hand over ends the wait.
   st.handing.clear();
@@ -281,17 +283,24 @@ caf::result<std::string> on_drain(self_ptr self) {
   me.draining = true;
   st.table.set_self(me);
   logging::info("cluster.draining", {{"node", me.id}});
-  // Everyone stops placing keys here (gossip); this node's hubs move now.
+  // Everyone stops placing keys here (gossip). Watches and sources go
+  // first: their streams stay pinned here while they run.
   on_change(self);
-  ++st.rebalance_generation;
-  rebalance_now(self);
   auto rp = self->make_response_promise();
   st.drain_reply = rp;
-  if (st.handing.empty()) {
-    end_drain(self);
-  } else {
-    self->delayed_send(self, drain_for, drain_end_atom::value);
-  }
+  st.moving_out = true;
+  move_out(self, [self] {
+    auto& st = self->state;
+    st.moving_out = false;
+    // This node's hubs move now.
+    ++st.rebalance_generation;
+    rebalance_now(self);
+    if (st.handing.empty()) {
+      end_drain(self);
+    } else {
+      self->delayed_send(self, drain_for, drain_end_atom::value);
+    }
+  });
   return rp;
 }
 

@@ -20,6 +20,13 @@ caf::result<std::string> on_source_subscribe(node_actor* self, const std::string
     r.set_error("unreadable source subscription");
     return r.SerializeAsString();
   }
+  if (st.draining) {
+    // Its sources are moving to their new owners; so should this one.
+    proto::SourceSubReply r;
+    r.set_error_kind(static_cast<int>(actors::watch_error_kind::unavailable));
+    r.set_error("the source's node is draining; retry");
+    return r.SerializeAsString();
+  }
   auto token = st.next_token++;
   st.promises.emplace(token, self->make_response_promise());
   auto req = std::make_shared<actors::source_subscribe_request>();

@@ -86,13 +86,10 @@ caf::result<std::string> on_watch_start_here(self_ptr self, const std::string& b
   if (!parse(bytes, &p)) return bad.SerializeAsString();
   auto token = keep(self, self->make_response_promise());
   auto req = std::make_shared<actors::watch_start_request>();
-  req->spec.id = {p.tenant(), p.name()};
-  req->spec.uri = p.uri();
-  if (p.has_on_event()) req->spec.on_event = p.on_event();
-  req->spec.debounce_ms = p.debounce_ms();
-  req->spec.max_wait_ms = p.max_wait_ms();
-  req->spec.created_ms = p.created_ms();
+  req->spec = spec_of(p);
   req->max_watches = p.max_watches();
+  req->adopt = p.adopt();
+  if (p.has_progress()) req->progress = progress_of(p.progress());
   caf::actor me = caf::actor_cast<caf::actor>(self);
   req->reply = [me, token](const actors::watch_start_reply& r) {
     proto::WatchStartReply out;

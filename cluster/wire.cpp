@@ -133,4 +133,62 @@ proto::FeedPage::Status to_proto(actors::fetch_status s) {
   return proto::FeedPage::RESYNC;
 }
 
+proto::WatchStart to_proto(const persistence::watch_spec& spec) {
+  proto::WatchStart p;
+  p.set_tenant(spec.id.tenant);
+  p.set_name(spec.id.name);
+  p.set_uri(spec.uri);
+  p.set_has_on_event(spec.on_event.has_value());
+  if (spec.on_event) p.set_on_event(*spec.on_event);
+  p.set_debounce_ms(spec.debounce_ms);
+  p.set_max_wait_ms(spec.max_wait_ms);
+  p.set_created_ms(spec.created_ms);
+  return p;
+}
+
+persistence::watch_spec spec_of(const proto::WatchStart& p) {
+  persistence::watch_spec spec;
+  spec.id = {p.tenant(), p.name()};
+  spec.uri = p.uri();
+  if (p.has_on_event()) spec.on_event = p.on_event();
+  spec.debounce_ms = p.debounce_ms();
+  spec.max_wait_ms = p.max_wait_ms();
+  spec.created_ms = p.created_ms();
+  return spec;
+}
+
+proto::WatchProgress to_proto(const persistence::watch_progress& progress) {
+  proto::WatchProgress p;
+  p.set_stream(progress.stream);
+  p.set_epoch(progress.cursor.epoch);
+  p.set_seq(progress.cursor.seq);
+  p.set_shape(progress.shape);
+  for (const auto& path : progress.paths) {
+    auto* out = p.add_paths();
+    out->set_path(path.path);
+    auto* state = out->mutable_state();
+    state->set_shape(path.shape);
+    state->set_state_json(path.state_json);
+    state->set_has_last_seq(path.last_seq.has_value());
+    if (path.last_seq) state->set_last_seq(*path.last_seq);
+  }
+  return p;
+}
+
+persistence::watch_progress progress_of(const proto::WatchProgress& p) {
+  persistence::watch_progress progress;
+  progress.stream = p.stream();
+  progress.cursor = {p.epoch(), p.seq()};
+  progress.shape = p.shape();
+  for (const auto& path : p.paths()) {
+    persistence::path_state out;
+    out.path = path.path();
+    out.shape = path.state().shape();
+    out.state_json = path.state().state_json();
+    if (path.state().has_last_seq()) out.last_seq = path.state().last_seq();
+    progress.paths.push_back(std::move(out));
+  }
+  return progress;
+}
+
 }  // namespace tidings::cluster

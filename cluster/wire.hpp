@@ -8,6 +8,7 @@
 
 #include "actors/messages.hpp"
 #include "cluster/member_table.hpp"
+#include "persistence/watch_records.hpp"
 #include "proto/cluster.pb.h"
 
 namespace tidings::cluster {
@@ -33,6 +34,13 @@ proto::FeedPage::Status to_proto(actors::fetch_status s);
 persistence::stream_meta meta_of(const proto::TakeReply& r, const std::string& tenant,
                                  const std::string& stream);
 void append_events(const proto::TakeReply& r, std::vector<persistence::stored_event>& out);
+
+// A watch's spec and position between members (a move, or the copies the
+// others keep to restart it).
+proto::WatchStart to_proto(const persistence::watch_spec& spec);
+persistence::watch_spec spec_of(const proto::WatchStart& p);
+proto::WatchProgress to_proto(const persistence::watch_progress& progress);
+persistence::watch_progress progress_of(const proto::WatchProgress& p);
 
 // A string with its parse checked: garbage from a peer is an error, never
 // a default-constructed message.

@@ -341,6 +341,12 @@ void on_down(self_ptr self, const caf::down_msg& msg) {
     for (auto& w : waiting) w();
     break;
   }
+  if (!st.when_idle.empty() && st.sources.empty() && st.closing.empty()) {
+    auto tasks = std::move(st.when_idle);
+    st.when_idle.clear();
+    for (auto& t : tasks)
+      if (t.run) t.run();
+  }
   // Stopping: done once every source has closed its upstream (each posts
   // its close before it ends, so the sources thread runs them before it
   // stops the connectors).
@@ -371,6 +377,22 @@ actors::source_registry_actor::behavior_type source_registry(
       },
       [self](actors::source_reload_atom, const actors::source_reload_request_ptr& req) {
         on_reload(self, req);
+      },
+      [self](actors::source_handoff_atom, const actors::actor_task& then) {
+        auto& st = self->state;
+        std::vector<std::string> keys;
+        for (auto& [k, e] : st.sources) keys.push_back(k);
+        for (auto& k : keys) {
+          logging::info("source.stopping",
+                        {{"key", st.sources[k].status->get().key}, {"reason", "node draining"}});
+          for (auto lease : st.sources[k].leases) st.leases.erase(lease);
+          close_entry(self, k);
+        }
+        if (st.sources.empty() && st.closing.empty()) {
+          if (then.run) then.run();
+          return;
+        }
+        st.when_idle.push_back(then);
       },
       [self](actors::source_stop_atom) {
         auto& st = self->state;

@@ -70,6 +70,8 @@ struct source_registry_state {
   std::set<const void*> retired;
   std::uint64_t next_lease = 1;
   bool stopping = false;
+  // Handing off (a cluster drain): run once no source runs or closes.
+  std::vector<actors::actor_task> when_idle;
 };
 
 actors::source_registry_actor::behavior_type source_registry(

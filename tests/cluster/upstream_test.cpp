@@ -6,12 +6,8 @@
 
 #include <catch2/catch.hpp>
 
-#include <openssl/evp.h>
-
 #include <algorithm>
-#include <array>
 #include <chrono>
-#include <fstream>
 #include <functional>
 #include <memory>
 #include <string>
@@ -23,6 +19,7 @@
 #include "client/http_client.hpp"
 #include "core/placement.hpp"
 #include "tests/cluster/cluster_sessions.hpp"
+#include "tests/cluster/pg_channels.hpp"
 #include "tests/support/bounded_poll.hpp"
 #include "tests/support/cluster_nodes.hpp"
 #include "tests/support/postgres_server.hpp"
@@ -37,50 +34,6 @@ using namespace std::chrono_literals;
 using namespace tidings;
 using namespace tidings::testing;
 using nlohmann::json;
-
-// The PostgreSQL upstream's name in the config: URIs pg://app/{channel}.
-constexpr const char* upstream_name = "app";
-
-std::string sha256_hex(const std::string& data) {
-  std::array<unsigned char, EVP_MAX_MD_SIZE> digest{};
-  unsigned int size = 0;
-  EVP_Digest(data.data(), data.size(), digest.data(), &size, EVP_sha256(), nullptr);
-  static constexpr char digits[] = "0123456789abcdef";
-  std::string out;
-  for (unsigned int i = 0; i < size; ++i) {
-    out += digits[digest[i] >> 4];
-    out += digits[digest[i] & 0xf];
-  }
-  return out;
-}
-
-// The stream a channel's source feeds, as the node names it: "src:" and 16
-// hex digits of the SHA-256 of the source key "<connector>|<uri>". The test
-// only uses this to pick a channel placed on a chosen node; the sessions'
-// hello confirms it (and fails the test plainly should the naming change).
-std::string source_stream_of(const std::string& uri) {
-  return "src:" + sha256_hex(std::string("pg:") + upstream_name + "|" + uri).substr(0, 16);
-}
-
-// The first channel orders0, orders1, ... whose source stream node `owner` owns.
-std::string channel_owned_by(const cluster_nodes& cluster, std::size_t owner) {
-  const auto ids = cluster.ids();
-  for (int k = 0; k < 10000; ++k) {
-    auto channel = "orders" + std::to_string(k);
-    auto stream = source_stream_of(std::string("pg://") + upstream_name + "/" + channel);
-    if (core::owner_of(ids, "default", stream) == cluster.node_id(owner)) return channel;
-  }
-  throw std::runtime_error("no channel's source is placed on node " + std::to_string(owner));
-}
-
-// The backends PostgreSQL reports as listening: those whose last statement
-// was a LISTEN (a source's connection runs nothing else once it listens).
-std::vector<std::string> listen_statements(const std::string& conninfo) {
-  std::vector<std::string> out;
-  for (const auto& row : pg_query(conninfo, "SELECT query FROM pg_stat_activity WHERE query ILIKE 'LISTEN%'"))
-    out.push_back(row.at(0));
-  return out;
-}
 
 // Polls node `viewer`'s GET /admin/v1/nodes with short, growing pauses until
 // `settled` holds for it or `timeout` passes; returns the last view either
@@ -106,8 +59,7 @@ TEST_CASE(
   postgres_server pg;
   temp_dir dir;
   const auto cfg = dir.path() / "tidings.yaml";
-  std::ofstream(cfg) << "upstreams:\n  postgres:\n    " << upstream_name << ": {conninfo: \"" << pg.conninfo()
-                     << "\", path_field: id, connect_timeout_ms: 2000}\n";
+  write_pg_config(cfg, pg.conninfo());
   // Every node gets the same upstreams.
   cluster_nodes cluster(3, {"--config", cfg.string()});
 
@@ -115,7 +67,7 @@ TEST_CASE(
   // first two read it through their relays.
   constexpr std::size_t owner = 2;
   const auto channel = channel_owned_by(cluster, owner);
-  const auto uri = std::string("pg://") + upstream_name + "/" + channel;
+  const auto uri = pg_uri(channel);
   const auto stream = source_stream_of(uri);
   const auto target = "/v1/sse?uri=" + client::url_encode(uri);
   INFO("channel " << channel << ", stream " << stream << " (owner " << cluster.node_id(owner) << ")");

@@ -7,9 +7,7 @@
 
 #include <algorithm>
 #include <chrono>
-#include <map>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -17,7 +15,7 @@
 #include "client/http_client.hpp"
 #include "client/sse_client.hpp"
 #include "core/placement.hpp"
-#include "tests/support/bounded_poll.hpp"
+#include "tests/cluster/cluster_watches.hpp"
 #include "tests/support/cluster_nodes.hpp"
 #include "tests/support/publishing.hpp"
 #include "tests/support/sse_reading.hpp"
@@ -30,65 +28,6 @@ using namespace tidings;
 using namespace tidings::testing;
 using nlohmann::json;
 using lines = std::vector<std::string>;
-
-// Every row of `list` named `name`.
-std::vector<json> rows_named(const json& list, const std::string& name) {
-  std::vector<json> out;
-  for (const auto& w : list)
-    if (w.value("name", "") == name) out.push_back(w);
-  return out;
-}
-
-// Node id -> its "watches" count, as node `viewer`'s GET /admin/v1/nodes
-// reports them; empty when some row has no count (a member that did not
-// answer in time).
-std::map<std::string, int> watch_counts(const cluster_nodes& cluster, std::size_t viewer) {
-  std::map<std::string, int> out;
-  for (const auto& row : cluster.nodes_view(viewer).value("nodes", json::array())) {
-    if (!row.contains("watches") || !row["watches"].is_number_integer()) return {};
-    out[row.value("id", "")] = row["watches"].get<int>();
-  }
-  return out;
-}
-
-int total_of(const std::map<std::string, int>& counts) {
-  int sum = 0;
-  for (const auto& [id, n] : counts) sum += n;
-  return sum;
-}
-
-std::string describe(const std::map<std::string, int>& counts) {
-  if (counts.empty()) return "(no complete view)";
-  std::string out;
-  for (const auto& [id, n] : counts) out += id + "=" + std::to_string(n) + " ";
-  return out;
-}
-
-// Polls node `viewer`'s nodes view (short, growing pauses, bounded by
-// `timeout`) until every member's count is there and they sum to `total`;
-// returns the last counts seen either way. The counts are gathered from
-// every member on each request, so a change may take a moment to show.
-std::map<std::string, int> await_watch_total(const cluster_nodes& cluster, std::size_t viewer, int total,
-                                             std::chrono::milliseconds timeout = 5s) {
-  std::map<std::string, int> counts;
-  poll_until(timeout, [&] {
-    counts = watch_counts(cluster, viewer);
-    return counts.size() == cluster.size() && total_of(counts) == total;
-  });
-  return counts;
-}
-
-// The id of the one node whose count is 1 (the others 0), or "" when the
-// counts say anything else.
-std::string running_on(const std::map<std::string, int>& counts) {
-  std::string holder;
-  for (const auto& [id, n] : counts) {
-    if (n == 0) continue;
-    if (n != 1 || !holder.empty()) return "";
-    holder = id;
-  }
-  return holder;
-}
 
 }  // namespace
 

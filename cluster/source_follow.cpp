@@ -1,0 +1,130 @@
+// Sources follow their member out (ADR 0016): a hold on a source that runs
+// on a member that is lost or draining subscribes again at the member that
+// owns the source's stream now. Its sessions keep reading the same stream
+// through their relay, which follows the stream's owner by itself.
+
+#include <algorithm>
+
+#include "cluster/ask.hpp"
+#include "cluster/atoms.hpp"
+#include "cluster/cluster_view.hpp"
+#include "cluster/wire.hpp"
+#include "logging/log.hpp"
+#include "proto/cluster.pb.h"
+
+namespace tidings::cluster {
+
+source_hold::~source_hold() {
+  if (target) caf::anon_send(target, srcunsub_atom::value, lease);
+}
+
+void source_hold_list::add(const std::shared_ptr<source_hold>& hold) {
+  std::lock_guard lock(mutex);
+  holds.push_back(hold);
+}
+
+std::vector<std::shared_ptr<source_hold>> source_hold_list::live() {
+  std::lock_guard lock(mutex);
+  std::erase_if(holds, [](const std::weak_ptr<source_hold>& weak) { return weak.expired(); });
+  std::vector<std::shared_ptr<source_hold>> out;
+  for (const auto& weak : holds)
+    if (auto hold = weak.lock()) out.push_back(std::move(hold));
+  return out;
+}
+
+void cluster_view::set_sources(actors::source_registry_actor sources) {
+  std::lock_guard lock(mutex_);
+  sources_ = std::move(sources);
+}
+
+std::size_t cluster_view::source_holds() const {
+  return holds_->live().size();
+}
+
+void cluster_view::follow_sources() {
+  auto m = current();
+  for (auto& hold : holds_->live()) {
+    std::string holder;
+    {
+      std::lock_guard lock(hold->mutex);
+      if (hold->moving || hold->holder.empty()) continue;
+      holder = hold->holder;
+    }
+    if (std::find(m->live.begin(), m->live.end(), holder) != m->live.end()) continue;
+    {
+      std::lock_guard lock(hold->mutex);
+      hold->moving = true;
+    }
+    logging::info("cluster.source_follow", {{"uri", hold->uri}, {"from", holder}});
+    resubscribe(hold, owner_of(hold->tenant, hold->stream));
+  }
+}
+
+namespace {
+
+// The hold runs at `holder` now (with `lease` there, or `local` here); the
+// lease at the member it left is released.
+void moved_to(const std::shared_ptr<source_hold>& hold, const std::string& holder, caf::actor target,
+              std::uint64_t lease, actors::source_lease_ptr local) {
+  caf::actor old_target;
+  std::uint64_t old_lease = 0;
+  {
+    std::lock_guard lock(hold->mutex);
+    old_target = std::exchange(hold->target, std::move(target));
+    old_lease = std::exchange(hold->lease, lease);
+    hold->holder = holder;
+    hold->local = std::move(local);
+    hold->moving = false;
+  }
+  if (old_target) caf::anon_send(old_target, srcunsub_atom::value, old_lease);
+  logging::info("cluster.source_followed",
+                {{"uri", hold->uri}, {"to", holder.empty() ? std::string("this node") : holder}});
+}
+
+void not_moved(const std::shared_ptr<source_hold>& hold, const std::string& why) {
+  {
+    std::lock_guard lock(hold->mutex);
+    hold->moving = false;  // the next tick tries again
+  }
+  logging::warn("cluster.source_follow_failed", {{"uri", hold->uri}, {"error", why}});
+}
+
+}  // namespace
+
+void cluster_view::resubscribe(const std::shared_ptr<source_hold>& hold, const std::string& owner) {
+  if (owner.empty()) {
+    actors::source_registry_actor sources;
+    {
+      std::lock_guard lock(mutex_);
+      sources = sources_;
+    }
+    if (!sources) return not_moved(hold, "this node runs no sources");
+    auto req = std::make_shared<actors::source_subscribe_request>();
+    req->tenant = hold->tenant;
+    req->uri = hold->uri;
+    req->here = true;
+    req->reply = [hold](actors::source_subscribe_reply r) {
+      if (r.error) return not_moved(hold, r.error->message);
+      moved_to(hold, "", {}, 0, std::move(r.lease));
+    };
+    caf::anon_send(sources, actors::source_sub_atom::value,
+                   actors::source_subscribe_request_ptr(std::move(req)));
+    return;
+  }
+  auto m = current();
+  auto target = m->node_of(owner);
+  if (!target) return not_moved(hold, "the new owner " + owner + " is not connected");
+  proto::SourceSubRequest p;
+  p.set_tenant(hold->tenant);
+  p.set_uri(hold->uri);
+  p.set_requester(m->self_id);
+  ask(system_, target, std::chrono::seconds(15), caf::make_message(srcsub_atom::value, p.SerializeAsString()),
+      [hold, owner, target](std::optional<std::string> reply) {
+        proto::SourceSubReply r;
+        if (!reply || !r.ParseFromString(*reply)) return not_moved(hold, owner + " did not answer");
+        if (!r.ok()) return not_moved(hold, r.error());
+        moved_to(hold, owner, target, r.lease(), nullptr);
+      });
+}
+
+}  // namespace tidings::cluster

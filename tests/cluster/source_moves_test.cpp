@@ -1,0 +1,207 @@
+// Sources follow membership (issue 6, ADR 0016), with a real PostgreSQL
+// channel as the upstream: when the node running a channel's source drains,
+// the source starts again on the stream's new owner and the sessions on the
+// other nodes go on reading it with no resync, no loss and no duplicate;
+// when that node is killed, they get `resync` (which ends a session), and
+// once reconnected they read the source a survivor runs now. Either way
+// PostgreSQL ends up with exactly one LISTEN.
+
+#include <catch2/catch.hpp>
+
+#include <chrono>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "client/http_client.hpp"
+#include "client/sse_client.hpp"
+#include "core/placement.hpp"
+#include "tests/cluster/cluster_sessions.hpp"
+#include "tests/cluster/cluster_watches.hpp"
+#include "tests/cluster/pg_channels.hpp"
+#include "tests/support/bounded_poll.hpp"
+#include "tests/support/cluster_nodes.hpp"
+#include "tests/support/postgres_server.hpp"
+#include "tests/support/raw_sse_session.hpp"
+#include "tests/support/sse_reading.hpp"
+#include "tests/support/tidingsd_process.hpp"
+#include "tests/support/watching.hpp"
+
+namespace {
+
+using namespace std::chrono_literals;
+using namespace tidings;
+using namespace tidings::testing;
+using nlohmann::json;
+
+// The source's node; the sessions are on the other two.
+constexpr std::size_t source_node = 2;
+
+struct channel_sessions {
+  std::string channel;
+  std::string stream;
+  std::vector<std::unique_ptr<raw_sse_session>> sessions;  // two on node 0, two on node 1
+};
+
+// Two sessions on each of nodes 0 and 1 (again, after a resync ended them).
+void open_sessions_on(cluster_nodes& cluster, channel_sessions& out) {
+  const auto uri = pg_uri(out.channel);
+  out.sessions.clear();
+  for (std::size_t node : {0, 1, 0, 1}) {
+    out.sessions.push_back(std::make_unique<raw_sse_session>(cluster.endpoint(node),
+                                                             "/v1/sse?uri=" + client::url_encode(uri), 10s));
+    auto hello = next_non_heartbeat(*out.sessions.back(), 10s);
+    REQUIRE(hello);
+    INFO("hello: " << hello->data);
+    REQUIRE(hello->event == "hello");
+    REQUIRE(message_json(*hello).value("streams", json::object()).contains(out.stream));
+  }
+}
+
+channel_sessions open_channel_sessions(cluster_nodes& cluster) {
+  channel_sessions out;
+  out.channel = channel_owned_by(cluster, source_node);
+  out.stream = source_stream_of(pg_uri(out.channel));
+  open_sessions_on(cluster, out);
+  return out;
+}
+
+void notify(const postgres_server& pg, const std::string& channel, const std::string& id) {
+  pg_query(pg.conninfo(), "NOTIFY " + channel + ", '{\"id\":\"" + id + "\",\"type\":\"CREATED\"}'");
+}
+
+// Each session's next message is the event at `path`; their cursors.
+std::vector<std::string> expect_event(channel_sessions& c, const std::string& path) {
+  std::vector<std::string> cursors;
+  const auto deadline = std::chrono::steady_clock::now() + 10s;
+  for (std::size_t k = 0; k < c.sessions.size(); ++k) {
+    INFO("session " << k);
+    auto m = next_non_heartbeat(*c.sessions[k], detail::left_until(deadline));
+    REQUIRE(m);
+    INFO("got event '" << m->event << "': " << m->data);
+    REQUIRE(m->event.empty());
+    auto e = parse_data_event(*m);
+    CHECK(e.stream == c.stream);
+    CHECK(e.path == path);
+    cursors.push_back(e.cursor);
+  }
+  return cursors;
+}
+
+// Polls until one running node runs the source and PostgreSQL sees one
+// LISTEN, on the channel; the last view of the sources per node.
+std::string await_one_source(const cluster_nodes& cluster, const postgres_server& pg,
+                             const std::string& channel) {
+  std::string where;
+  poll_until(15s, [&] {
+    auto view = cluster.nodes_view(0);
+    int running = 0;
+    where.clear();
+    for (std::size_t i = 0; i < cluster.size(); ++i) {
+      if (!cluster.running(i)) continue;
+      auto row = node_row(view, cluster.node_id(i));
+      auto n = row.is_object() ? row.value("sources", -1) : -1;
+      where += cluster.node_id(i) + "=" + std::to_string(n) + " ";
+      running += n;
+    }
+    auto listening = listen_statements(pg.conninfo());
+    return running == 1 && listening.size() == 1 && listening.front() == "LISTEN \"" + channel + "\"";
+  });
+  return where;
+}
+
+}  // namespace
+
+TEST_CASE(
+    "draining the node that runs a PostgreSQL channel's source moves the source: sessions elsewhere "
+    "keep reading with no resync, loss or duplicate, over one LISTEN",
+    "[cluster][sources][postgres][drain]") {
+  pg_cluster env;
+  const auto& pg = env.pg;
+  auto& cluster = env.cluster;
+  auto c = open_channel_sessions(cluster);
+  INFO("channel " << c.channel << ", stream " << c.stream);
+
+  notify(pg, c.channel, "o-1");
+  const auto before = expect_event(c, "/o-1");
+
+  auto drain = client::request(cluster.endpoint(source_node), "POST", "/admin/v1/drain", "{}",
+                               {{"Content-Type", "application/json"}});
+  REQUIRE(drain.status == 202);
+  CHECK(cluster.await_exit(source_node) == 0);
+  cluster.await_converged(10s);
+  auto where = await_one_source(cluster, pg, c.channel);
+  INFO("sources per node: " << where);
+  REQUIRE(listen_statements(pg.conninfo()).size() == 1);
+
+  notify(pg, c.channel, "o-2");
+  const auto after = expect_event(c, "/o-2");
+  // The stream moved with its log: same epoch, the next seq, for everyone.
+  for (std::size_t k = 0; k < after.size(); ++k) {
+    INFO("session " << k << ": " << before[k] << " then " << after[k]);
+    CHECK(epoch_of(after[k]) == epoch_of(before[k]));
+    CHECK(cursor_of(after[k]).seq == cursor_of(before[k]).seq + 1);
+  }
+}
+
+TEST_CASE(
+    "killing the node that runs a PostgreSQL channel's source: a watch elsewhere subscribes again on a "
+    "survivor and notices the next change; sessions get resync and, reconnected, read it; one LISTEN",
+    "[cluster][sources][postgres][failover]") {
+  pg_cluster env;
+  const auto& pg = env.pg;
+  auto& cluster = env.cluster;
+  auto c = open_channel_sessions(cluster);
+  INFO("channel " << c.channel << ", stream " << c.stream);
+
+  // A watch of the channel that runs on a node that survives: its lease on
+  // the source is what has to follow the source to its new node.
+  const auto ids = cluster.ids();
+  std::string name;
+  for (int k = 0; name.empty(); ++k)
+    if (core::owner_of(ids, "default", "watch:pw" + std::to_string(k)) != cluster.node_id(source_node))
+      name = "pw" + std::to_string(k);
+  auto created = start_watch(
+      cluster.endpoint(0),
+      json{{"name", name}, {"uri", pg_uri(c.channel)}, {"debounce_ms", 50}, {"max_wait_ms", 100}});
+  INFO("POST /v1/watches: " << created.status << " " << created.body);
+  REQUIRE(created.status == 201);
+  client::sse_stream notices(cluster.endpoint(0), sse_target({"watch:" + name}));
+  await_hello(notices);
+
+  notify(pg, c.channel, "o-1");
+  expect_event(c, "/o-1");
+  auto noticed = read_notices_until(notices, R"("path":"o-1")");
+  INFO("notices before the kill: " << json(noticed.lines).dump() << " " << noticed.ended);
+  REQUIRE(noticed.ended.empty());
+
+  cluster.kill9(source_node);
+  const auto deadline = std::chrono::steady_clock::now() + 3s;
+  for (std::size_t k = 0; k < c.sessions.size(); ++k) {
+    INFO("session " << k);
+    auto m = next_non_heartbeat(*c.sessions[k], detail::left_until(deadline));
+    REQUIRE(m);
+    INFO("got event '" << m->event << "': " << m->data);
+    REQUIRE(m->event == "resync");
+    CHECK(message_json(*m)["reason"] == "owner_changed");
+  }
+  // resync ended the sessions, but the watch still holds the source: it is
+  // subscribed again on a survivor before any client comes back.
+  cluster.await_converged(10s);
+  auto where = await_one_source(cluster, pg, c.channel);
+  INFO("sources per node: " << where);
+  REQUIRE(listen_statements(pg.conninfo()).size() == 1);
+  // The clients reconnect (EventSource would) and join that source.
+  open_sessions_on(cluster, c);
+
+  notify(pg, c.channel, "o-2");
+  const auto after = expect_event(c, "/o-2");
+  for (std::size_t k = 1; k < after.size(); ++k) CHECK(after[k] == after[0]);
+  // The watch read through it: the resync, then the change.
+  noticed = read_notices_until(notices, R"("path":"o-2")");
+  INFO("notices after the kill: " << json(noticed.lines).dump() << " " << noticed.ended);
+  CHECK(noticed.ended.empty());
+  CHECK(listen_statements(pg.conninfo()).size() == 1);
+}

@@ -1,0 +1,173 @@
+// Watches follow membership (issue 6, ADR 0016): a drained node hands its
+// watch to the new owner with its position, so every change is noticed
+// exactly once and the notice stream keeps its epoch; a killed node's watch
+// is restarted by the survivor that owns it now, from the spec the others
+// kept; and when that node returns, the cluster settles on one copy.
+
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <chrono>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "client/http_client.hpp"
+#include "client/sse_client.hpp"
+#include "core/placement.hpp"
+#include "tests/cluster/cluster_sessions.hpp"
+#include "tests/cluster/cluster_watches.hpp"
+#include "tests/support/bounded_poll.hpp"
+#include "tests/support/cluster_nodes.hpp"
+#include "tests/support/publishing.hpp"
+#include "tests/support/sse_reading.hpp"
+#include "tests/support/watching.hpp"
+
+namespace {
+
+using namespace std::chrono_literals;
+using namespace tidings;
+using namespace tidings::testing;
+using nlohmann::json;
+
+// Where watch "w1" is placed, and a stream "orders..." on the next node
+// (it stays up while the watch's node leaves), with the watch started on it.
+struct placed_watch {
+  std::size_t holder = 0;
+  std::size_t reader = 0;  // owns the watched stream; the test's sessions are here
+  std::string orders;
+};
+
+placed_watch start_placed_watch(cluster_nodes& cluster) {
+  placed_watch w;
+  const auto ids = cluster.ids();
+  const auto placed = core::owner_of(ids, "default", "watch:w1");
+  w.holder = static_cast<std::size_t>(std::find(ids.begin(), ids.end(), placed) - ids.begin());
+  w.reader = (w.holder + 1) % cluster.size();
+  w.orders = cluster.owned_stream(w.reader, "orders");
+  const auto ep = cluster.endpoint(w.reader);
+  publish(ep, w.orders, event_json("/o/0", "ADDED", json{{"id", 0}}));
+  auto created = start_watch(
+      ep, json{{"name", "w1"}, {"uri", "stream://" + w.orders}, {"debounce_ms", 50}, {"max_wait_ms", 100}});
+  INFO("POST /v1/watches: " << created.status << " " << created.body);
+  REQUIRE(created.status == 201);
+  auto counts = await_watch_total(cluster, w.reader, 1);
+  INFO("watch counts: " << describe(counts));
+  REQUIRE(running_on(counts) == cluster.node_id(w.holder));
+  return w;
+}
+
+// The node that runs the watch once its holder left (the one node of the
+// others whose count is 1).
+std::string moved_from_holder(const cluster_nodes& cluster, const placed_watch& w) {
+  auto counts = await_watch_total(cluster, w.reader, 1, 10s, cluster.size() - 1);
+  INFO("watch counts after its node left: " << describe(counts));
+  auto now_on = running_on(counts);
+  REQUIRE(!now_on.empty());
+  CHECK(now_on != cluster.node_id(w.holder));
+  return now_on;
+}
+
+}  // namespace
+
+TEST_CASE(
+    "draining a watch's node moves the watch with its position: each change is noticed once, in the "
+    "same notice epoch",
+    "[cluster][watch][drain]") {
+  cluster_nodes cluster(3);
+  const auto w = start_placed_watch(cluster);
+  const auto ep = cluster.endpoint(w.reader);
+
+  client::sse_stream notices(ep, sse_target({"watch:w1"}));
+  await_hello(notices);
+  publish(ep, w.orders, event_json("/o/1", "ADDED", json{{"id", 1}}));
+  auto first = read_notices(notices, {"ADDED /o/1"});
+  INFO("before the drain: " << json(first.lines).dump() << " " << first.ended);
+  REQUIRE(first.ended.empty());
+
+  auto drain = client::request(cluster.endpoint(w.holder), "POST", "/admin/v1/drain", "{}",
+                               {{"Content-Type", "application/json"}});
+  REQUIRE(drain.status == 202);
+  // A change while the watch moves: the old node notices it before it lets
+  // go, or the new one from the position it was handed; never neither.
+  publish(ep, w.orders, event_json("/o/2", "ADDED", json{{"id", 2}}));
+  CHECK(cluster.await_exit(w.holder) == 0);
+  cluster.await_converged(10s);
+
+  const auto now_on = moved_from_holder(cluster, w);
+  auto listed = rows_named(list_watches(ep), "w1");
+  REQUIRE(listed.size() == 1);
+  CHECK(listed[0]["state"] == "running");
+
+  publish(ep, w.orders, event_json("/o/3", "ADDED", json{{"id", 3}}));
+  auto after = read_notices(notices, {"ADDED /o/2", "ADDED /o/3"});
+  INFO("after the drain: " << json(after.lines).dump() << " cursors " << json(after.cursors).dump() << " "
+                           << after.ended);
+  REQUIRE(after.ended.empty());
+  // Once each, nothing noticed twice (/o/1 again would be a lost position).
+  CHECK(after.lines == std::vector<std::string>{"ADDED /o/2", "ADDED /o/3"});
+  // The notice stream moved with its log: same epoch, consecutive cursors.
+  std::vector<std::string> cursors = first.cursors;
+  cursors.insert(cursors.end(), after.cursors.begin(), after.cursors.end());
+  for (std::size_t i = 1; i < cursors.size(); ++i) {
+    CHECK(epoch_of(cursors[i]) == epoch_of(cursors[0]));
+    CHECK(cursor_of(cursors[i]).seq == cursor_of(cursors[i - 1]).seq + 1);
+  }
+}
+
+TEST_CASE(
+    "a killed node's watch restarts on the survivor that owns it now, and when the node returns one "
+    "copy runs",
+    "[cluster][watch][failover]") {
+  cluster_nodes cluster(3);
+  const auto w = start_placed_watch(cluster);
+  const auto ep = cluster.endpoint(w.reader);
+
+  // The other members hold the watch's spec before its node goes.
+  std::map<std::string, int> copies;
+  poll_until(5s, [&] {
+    copies = node_counts(cluster, w.reader, "watch_copies");
+    return copies.size() == cluster.size() && total_of(copies) == 2 && copies[cluster.node_id(w.holder)] == 0;
+  });
+  INFO("spec copies: " << describe(copies));
+  REQUIRE(total_of(copies) == 2);
+
+  cluster.kill9(w.holder);
+  cluster.await_converged(10s);
+  const auto survivor = moved_from_holder(cluster, w);
+  // Placed as the cluster places it now.
+  std::vector<std::string> live;
+  for (std::size_t i = 0; i < cluster.size(); ++i)
+    if (i != w.holder) live.push_back(cluster.node_id(i));
+  CHECK(survivor == core::owner_of(live, "default", "watch:w1"));
+
+  // It watches again: a change is noticed (from a fresh baseline; its old
+  // position went with its node).
+  {
+    client::sse_stream notices(ep, sse_target({"watch:w1"}));
+    await_hello(notices);
+    publish(ep, w.orders, event_json("/o/5", "ADDED", json{{"id", 5}}));
+    auto got = read_notices(notices, {"ADDED /o/5"});
+    INFO("after the kill: " << json(got.lines).dump() << " " << got.ended);
+    CHECK(got.ended.empty());
+  }
+
+  // The node comes back with its stored watch: the cluster settles on one
+  // copy, on the node placement prefers (the returning one).
+  cluster.restart(w.holder);
+  cluster.await_converged(10s);
+  auto counts = await_watch_total(cluster, w.reader, 1, 15s);
+  INFO("watch counts after the return: " << describe(counts));
+  CHECK(total_of(counts) == 1);
+  CHECK(running_on(counts) == cluster.node_id(w.holder));
+  auto listed = rows_named(list_watches(ep), "w1");
+  CHECK(listed.size() == 1);
+
+  client::sse_stream notices(ep, sse_target({"watch:w1"}));
+  await_hello(notices);
+  publish(ep, w.orders, event_json("/o/6", "ADDED", json{{"id", 6}}));
+  auto got = read_notices(notices, {"ADDED /o/6"});
+  INFO("after the return: " << json(got.lines).dump() << " " << got.ended);
+  CHECK(got.ended.empty());
+}
