@@ -21,6 +21,14 @@ void hub_registry::pin(const stream_key& key) {
   if (auto it = hubs_.find(key); it != hubs_.end() && !it->second.owner.empty()) drop_locked(it);
 }
 
+std::vector<stream_key> hub_registry::pinned_keys() const {
+  std::lock_guard lock(mutex_);
+  std::vector<stream_key> out;
+  out.reserve(pins_.size());
+  for (const auto& [key, count] : pins_) out.push_back(key);
+  return out;
+}
+
 void hub_registry::unpin(const stream_key& key) {
   std::lock_guard lock(mutex_);
   auto p = pins_.find(key);

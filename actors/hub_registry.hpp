@@ -65,6 +65,8 @@ class hub_registry {
   bool pinned(const stream_key& key) const;
   void pin(const stream_key& key);
   void unpin(const stream_key& key);
+  // Every stream pinned here now (the cluster routes them here).
+  std::vector<stream_key> pinned_keys() const;
 
   // Every hub and relay still running (for shutdown), moved ones included:
   // they linger a minute to forward late requests.

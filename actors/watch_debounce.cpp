@@ -49,7 +49,7 @@ void save_position(self_ptr self);
 // Writes the latest position when nothing else will carry it.
 void maybe_save(self_ptr self) {
   auto& st = self->state;
-  if (st.on_flushed || !st.latest || st.latest->cursor == st.saved) return;
+  if ((st.on_flushed && !st.save_on_flush) || !st.latest || st.latest->cursor == st.saved) return;
   if (st.publishes_in_flight > 0 || st.save_in_flight || st.batcher.pending()) return;
   save_position(self);
 }
@@ -192,8 +192,13 @@ watch_debounce_actor::behavior_type watch_debounce(
       [self](flush_atom, bool publish_pending, const actor_task& done) {
         auto& st = self->state;
         auto lines = st.batcher.take_all();
-        if (publish_pending && !lines.empty()) publish(self, std::move(lines), false);
+        // Publishing what is pending stores the position it leaves, so that
+        // a successor resuming from the store (a watch moved to another
+        // cluster member) does not notice those changes again.
+        if (publish_pending && !lines.empty()) publish(self, std::move(lines), true);
         st.on_flushed = done;
+        st.save_on_flush = publish_pending;
+        maybe_save(self);
         finish_if_flushed(self);
       },
   };

@@ -49,6 +49,7 @@ struct watch_debounce_state {
   std::size_t publishes_in_flight = 0;
   bool save_in_flight = false;
   std::optional<actor_task> on_flushed;  // set once a flush (stop) was asked for
+  bool save_on_flush = false;            // that flush publishes: the position goes with it
   std::string fail;                      // the watch ends with this error once its last notice is out
 };
 

@@ -155,8 +155,9 @@ void persist_start(self_ptr self, const job_ptr& job) {
   persistence::write_set ws;
   ws.watch_deletes.push_back(job->spec.id);
   ws.watch_puts.push_back(job->spec);
-  if (job->adopted && job->progress) {
-    // Where the previous holder stood, every path of it.
+  if (job->adopted && job->progress && !job->prepared.position.reset) {
+    // Where the previous holder stood, every path of it (unless the filter
+    // had to start over from a new baseline, stored below).
     auto carried = *job->progress;
     carried.replace_paths = true;
     ws.progress_puts.emplace_back(job->spec.id, std::move(carried));
@@ -458,26 +459,26 @@ void on_release(self_ptr self, const watch_release_request_ptr& req) {
   if (it == st.watches.end())
     return req->reply(error_of(watch_error_kind::bad_request, "no watch " + id.name), {}, {});
   it->second.state = "stopping";
-  // Its pending notices go out here, under this node's cursor; the position
-  // read after the flush is where the next holder resumes.
+  // Its pending notices go out here, with the position they leave; that
+  // position is where the next holder resumes. The spec stays stored (and
+  // listed, "moving") until the next holder runs it and a stop forgets it
+  // here: a move that fails leaves it where the cluster can find it.
   flush_and_then(self, it->second, true, [self, req] {
     auto& st = self->state;
     auto it = st.watches.find(req->id);
     if (it == st.watches.end()) return req->reply(error_of(watch_error_kind::bad_request, "gone"), {}, {});
-    auto spec = it->second.spec;
     std::optional<persistence::watch_progress> progress;
     if (auto stream = progress_stream(it->second); !stream.empty())
       if (auto s = st.cfg.store->get_watch_progress(req->id, stream, &progress); !s.ok())
         logging::warn("watch.progress_unreadable", {{"watch", req->id.name}, {"error", s.message()}});
-    persistence::write_set ws;
-    ws.watch_deletes.push_back(req->id);
-    write(self, std::move(ws), [self, req, spec, progress](const std::string& err) {
-      self->state.watches.erase(req->id);
-      sync_pin(self->state, req->id);
-      if (!err.empty()) logging::warn("watch.release_not_removed", {{"watch", req->id.name}, {"error", err}});
-      logging::info("watch.released", {{"watch", req->id.name}, {"resumable", progress.has_value()}});
-      req->reply(std::nullopt, spec, progress);
-    });
+    auto& entry = it->second;
+    entry.filter = watch_filter_actor();
+    entry.debounce = watch_debounce_actor();
+    entry.lease.reset();
+    entry.state = "moving";
+    sync_pin(st, req->id);  // its notice stream may move now
+    logging::info("watch.released", {{"watch", req->id.name}, {"resumable", progress.has_value()}});
+    req->reply(std::nullopt, entry.spec, progress);
   });
 }
 
@@ -723,9 +724,9 @@ watch_manager_actor::behavior_type watch_manager(
       [self](stop_atom, const watch_stop_request_ptr& req) { on_stop(self, req); },
       [self](restore_atom) { on_restore(self); },
       [self](specs_atom, const watch_specs_request_ptr& req) {
-        std::vector<persistence::watch_spec> out;
+        std::vector<watch_spec_state> out;
         for (const auto& [id, entry] : self->state.watches)
-          if (entry.state != "stopping") out.push_back(entry.spec);
+          if (entry.state != "stopping") out.push_back({entry.spec, entry.state});
         req->reply(std::move(out));
       },
       [self](release_atom, const watch_release_request_ptr& req) { on_release(self, req); },

@@ -120,10 +120,14 @@ struct watch_start_request {
 };
 using watch_start_request_ptr = std::shared_ptr<watch_start_request>;
 
-// Every spec this node runs (or keeps listed as failed), for the copies
-// the cluster's other members hold.
+// Every spec this node holds (running, failed, or moving to another member)
+// with its state, for the copies the cluster's other members keep.
+struct watch_spec_state {
+  persistence::watch_spec spec;
+  std::string state;
+};
 struct watch_specs_request {
-  std::function<void(std::vector<persistence::watch_spec>)> reply;
+  std::function<void(std::vector<watch_spec_state>)> reply;
 };
 using watch_specs_request_ptr = std::shared_ptr<watch_specs_request>;
 

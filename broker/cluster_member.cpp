@@ -181,7 +181,8 @@ std::size_t cluster_member::drain() {
   // Streams not taken (the reply is their count); all of them if no reply.
   std::size_t left = SIZE_MAX;
   caf::scoped_actor self{system_};
-  self->request(node_, std::chrono::seconds(20), cluster::drain_atom::value)
+  // Watches and sources move first (up to 8 s), then streams (up to 15 s).
+  self->request(node_, std::chrono::seconds(25), cluster::drain_atom::value)
       .receive(
           [&left](const std::string& n) {
             std::size_t v = 0;

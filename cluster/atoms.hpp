@@ -31,6 +31,7 @@ using wlist_here_atom = caf::atom_constant<caf::atom("cwlisth")>;    // (tenant)
 using wstop_atom = caf::atom_constant<caf::atom("cwstop")>;          // (tenant, name) -> WatchStopReply
 using wstop_here_atom = caf::atom_constant<caf::atom("cwstoph")>;    // (tenant, name) -> WatchStopReply
 using wcopy_atom = caf::atom_constant<caf::atom("cwcopy")>;  // (WatchCopies): the sender's watch specs
+using pins_atom = caf::atom_constant<caf::atom("cpins")>;    // (Pins): the sender's pinned streams
 // owner node -> relay
 using page_atom = caf::atom_constant<caf::atom("cpage")>;  // (FeedPage)
 // local only

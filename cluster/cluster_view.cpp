@@ -112,8 +112,36 @@ std::optional<actors::stream_tail> cluster_view::read_tail(const actors::stream_
   return out;
 }
 
+bool cluster_view::set_pins(const std::string& holder, std::set<actors::stream_key> keys) {
+  std::lock_guard lock(mutex_);
+  auto& old = pins_[holder];
+  if (old == keys) return false;
+  for (const auto& k : old)
+    if (!keys.contains(k)) {
+      if (auto it = pinned_by_.find(k); it != pinned_by_.end() && it->second == holder) pinned_by_.erase(it);
+      last_pinned_by_[k] = {holder, std::chrono::steady_clock::now()};
+    }
+  for (const auto& k : keys) pinned_by_[k] = holder;
+  old = std::move(keys);
+  return true;
+}
+
 std::string cluster_view::previous_holder(const std::string& tenant, const std::string& key) const {
   auto m = current();
+  {
+    // Where a source or watch writes it, or wrote it until moments ago (a
+    // move), if that member is still here; later the placement's holder.
+    auto here = [&m](const std::string& id) {
+      return id != m->self_id && std::binary_search(m->holders.begin(), m->holders.end(), id);
+    };
+    std::lock_guard lock(mutex_);
+    if (auto it = pinned_by_.find({tenant, key}); it != pinned_by_.end() && here(it->second))
+      return it->second;
+    if (auto it = last_pinned_by_.find({tenant, key});
+        it != last_pinned_by_.end() && here(it->second.holder) &&
+        std::chrono::steady_clock::now() - it->second.at < std::chrono::seconds(30))
+      return it->second.holder;
+  }
   std::vector<std::string> others;
   for (auto& id : m->holders)
     if (id != m->self_id) others.push_back(id);
@@ -132,6 +160,12 @@ void cluster_view::update(membership_ptr m) {
 
 std::string cluster_view::owner_of(const std::string& tenant, const std::string& key) const {
   auto m = current();
+  {
+    std::lock_guard lock(mutex_);
+    if (auto it = pinned_by_.find({tenant, key});
+        it != pinned_by_.end() && std::binary_search(m->live.begin(), m->live.end(), it->second))
+      return it->second == m->self_id ? std::string{} : it->second;
+  }
   auto id = core::owner_of(m->live, tenant, key);
   return id == m->self_id ? std::string{} : id;
 }

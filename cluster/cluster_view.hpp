@@ -6,8 +6,11 @@
 // a stream is computed here from the snapshot's live members.
 
 #include <caf/all.hpp>
+#include <chrono>
+#include <map>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -48,6 +51,11 @@ struct source_hold {
   std::uint64_t lease = 0;
   actors::source_lease_ptr local;  // the lease here, once it runs here
   bool moving = false;
+  // A failed follow is tried again after a growing pause; one the new
+  // owner refuses for good (its upstreams do not serve the URI) is not.
+  std::chrono::steady_clock::time_point next_try{};
+  std::chrono::milliseconds backoff{0};
+  bool gave_up = false;
 
   ~source_hold();
 };
@@ -71,8 +79,11 @@ class cluster_view final : public actors::hub_router {
   membership_ptr current() const;
   void update(membership_ptr m);
 
-  // The member that owns (tenant, key), "" for this node.
+  // The member that owns (tenant, key), "" for this node: the live member
+  // that pins it (a source or watch there writes it), else placement's.
   std::string owner_of(const std::string& tenant, const std::string& key) const;
+  // What `holder` pins now (its Pins message); true when that changed.
+  bool set_pins(const std::string& holder, std::set<actors::stream_key> keys);
 
   std::string owner(const actors::stream_key& key) override;
   bool taken_over(const actors::stream_key& key) override;
@@ -104,6 +115,15 @@ class cluster_view final : public actors::hub_router {
   caf::actor node_;
   actors::source_registry_actor sources_;
   std::shared_ptr<source_hold_list> holds_ = std::make_shared<source_hold_list>();
+  // Other members' pinned streams, and who pinned a stream last (its log
+  // is there when it moves on).
+  std::map<std::string, std::set<actors::stream_key>> pins_;
+  std::map<actors::stream_key, std::string> pinned_by_;
+  struct unpinned {
+    std::string holder;
+    std::chrono::steady_clock::time_point at;
+  };
+  std::map<actors::stream_key, unpinned> last_pinned_by_;
 
   void resubscribe(const std::shared_ptr<source_hold>& hold, const std::string& owner);
 };

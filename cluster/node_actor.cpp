@@ -183,16 +183,11 @@ void on_down(self_ptr self, const caf::down_msg& dm) {
     if (auto h = st.handles.find(id); h != st.handles.end() && h->second.address() == dm.source)
       st.handles.erase(h);
     drop_leases_of(self, id);
-    // A member that drained handed its watches over itself.
-    auto m = st.table.find(id);
-    bool drained = m && m->draining;
     if (st.table.mark_down(id)) {
       logging::warn("cluster.member_down", {{"node", id}, {"reason", self->system().render(dm.reason)}});
       on_change(self);
-      if (drained)
-        st.watch_copies.erase(id);
-      else
-        adopt_watches_of(self, id);
+      watches_lost_with(self, id);
+      if (st.cfg.view->set_pins(id, {})) st.cfg.hubs->reroute();
     }
     return;
   }
@@ -494,6 +489,7 @@ caf::behavior node(node_actor* self, node_config cfg) {
       [self](drain_end_atom) { end_drain(self); },
       [self](wcopy_atom, const std::string& bytes) { on_peer_copies(self, bytes); },
       [self](copies_atom, const std::string& bytes) { on_own_copies(self, bytes); },
+      [self](pins_atom, const std::string& bytes) { on_peer_pins(self, bytes); },
       [self](actors::task_atom, const actors::actor_task& task) {
         if (task.run) task.run();
       },

@@ -91,10 +91,16 @@ struct node_state {
   // Watch specs other members run, by member (node_moves.cpp), and ours as
   // last sent to which peers.
   std::map<std::string, std::vector<proto::WatchStart>> watch_copies;
-  std::set<persistence::watch_id> local_watches;
+  std::map<persistence::watch_id, bool> local_watches;  // -> running
+  // Copies of lost members' watches not yet seen running anywhere (with the
+  // member they came from), and those this node is starting now.
+  std::map<persistence::watch_id, std::pair<std::string, proto::WatchStart>> orphans;
+  std::set<persistence::watch_id> adopting;
   std::set<persistence::watch_id> yielding;  // duplicates being stopped here
   std::string copies_sent;
   std::set<caf::actor_addr> copies_peers;
+  std::string pins_sent;  // our Pins, as last sent to copies_peers
+  std::set<caf::actor_addr> pins_peers;
 };
 
 using node_actor = caf::stateful_actor<node_state>;
@@ -132,8 +138,13 @@ void drop_leases_of(node_actor* self, const std::string& node);
 void sync_watch_copies(node_actor* self);
 void on_own_copies(node_actor* self, const std::string& bytes);
 void on_peer_copies(node_actor* self, const std::string& bytes);
-// `lost` is gone: start the watches it ran that this node now owns.
-void adopt_watches_of(node_actor* self, const std::string& lost);
+// Sends this node's pinned streams to the peers when they changed.
+void sync_pins(node_actor* self);
+void on_peer_pins(node_actor* self, const std::string& bytes);
+// `lost` is gone: its watches become orphans until they run somewhere.
+void watches_lost_with(node_actor* self, const std::string& lost);
+// Starts the orphans this node owns now (and drops those running again).
+void adopt_orphans(node_actor* self);
 // Draining: release every watch to its new owner and close every source,
 // then run `then`.
 void move_out(node_actor* self, std::function<void()> then);

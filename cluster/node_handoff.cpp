@@ -17,9 +17,12 @@ using self_ptr = node_actor*;
 
 constexpr std::size_t chunk_events = 1000;
 // How long a new owner keeps asking a holder that does not see it as the
-// owner yet (views converge within a gossip round), and how long a drain
-// waits for the new owners to take everything.
-constexpr auto retry_for = std::chrono::seconds(3);
+// owner yet (views converge within a gossip round) or is still ending the
+// source or watch that writes the stream (a drain closes upstream
+// connections first): giving up means a new epoch and a resync for every
+// subscriber, so it waits well past either. And how long a drain waits for
+// the new owners to take everything.
+constexpr auto retry_for = std::chrono::seconds(10);
 constexpr auto retry_every = std::chrono::milliseconds(100);
 constexpr auto drain_for = std::chrono::seconds(15);
 

@@ -1,16 +1,18 @@
 // Watches and sources follow membership (ADR 0016).
 //
 // - Every member sends its watch specs to the others whenever they change
-//   (WatchCopies). When a member is lost, the survivor that now owns
-//   "watch:<name>" starts each of its watches from that copy.
+//   (WatchCopies). When a member is lost, its copies become orphans on every
+//   survivor; the survivor that now owns "watch:<name>" starts each one, and
+//   all of them keep the orphan until they see it run somewhere (so a start
+//   that failed, or views that disagreed, are tried again).
 // - Two members running one watch (a lost member that came back, a hung
 //   one that resumed) keep it where rendezvous hashing over the two puts
-//   it; the other stops its own.
-// - A draining member releases its watches (pending notices out, position
-//   read) and starts them on their new owners with that position, and
-//   closes its sources so that their streams move with their logs; the
-//   members holding leases there subscribe again at the new owners
-//   (cluster_view::follow_sources).
+//   it; the other stops its own. A copy that does not run never wins.
+// - A draining member releases each watch (pending notices out with their
+//   position, spec kept), starts it on its new owner with that position and
+//   forgets it only once the new owner runs it. It also closes its sources
+//   so that their streams move with their logs; the members holding leases
+//   there subscribe again at the new owners (cluster_view::follow_sources).
 
 #include <memory>
 
@@ -29,6 +31,9 @@ using self_ptr = node_actor*;
 // Reading a baseline and the filter's first run may take a while (the
 // manager's own deadline is 30 s).
 constexpr auto adopt_timeout = std::chrono::seconds(40);
+// A drain moves watches and sources first, then streams (drain_for): the
+// caller waits for both (cluster_member::drain).
+constexpr auto move_out_for = std::chrono::seconds(8);
 
 // A task that runs `fn` inside the node actor, from any thread.
 actors::actor_task in_node(self_ptr self, std::function<void()> fn) {
@@ -48,21 +53,42 @@ void start_adopted(self_ptr self, const proto::WatchStart& p, const char* why) {
   req->spec = spec_of(p);
   req->adopt = true;
   if (p.has_progress()) req->progress = progress_of(p.progress());
-  auto done = in_node(self, [self] { sync_watch_copies(self); });
-  req->reply = [name = p.name(), why, done](const actors::watch_start_reply& r) {
-    if (r.error)
+  persistence::watch_id id{p.tenant(), p.name()};
+  auto permanent = std::make_shared<bool>(false);
+  auto done = in_node(self, [self, id, permanent] {
+    self->state.adopting.erase(id);
+    if (*permanent) self->state.orphans.erase(id);  // it would never start
+    sync_watch_copies(self);
+  });
+  req->reply = [name = p.name(), why, done, permanent](const actors::watch_start_reply& r) {
+    if (r.error) {
+      *permanent = r.error->kind == actors::watch_error_kind::bad_request;
       logging::error("cluster.watch_adopt_failed",
                      {{"watch", name}, {"why", why}, {"error", r.error->message}});
-    else
+    } else {
       logging::info("cluster.watch_adopted", {{"watch", name}, {"why", why}});
+    }
     done.run();
   };
   self->send(self->state.cfg.watches, actors::start_atom::value,
              actors::watch_start_request_ptr(std::move(req)));
 }
 
+// Stops this node's copy of a watch (a duplicate, or one moved away);
+// `then` runs in the node once it is gone.
+void stop_here(self_ptr self, const persistence::watch_id& id, std::function<void()> then) {
+  auto req = std::make_shared<actors::watch_stop_request>();
+  req->id = id;
+  auto done = in_node(self, std::move(then));
+  req->reply = [done](const std::optional<actors::watch_error>&, bool) { done.run(); };
+  self->send(self->state.cfg.watches, actors::stop_atom::value,
+             actors::watch_stop_request_ptr(std::move(req)));
+}
+
 // A watch this node runs that an up, not draining member runs too: the one
 // rendezvous hashing over the two picks keeps it, the other stops its own.
+// A copy that is not running (failed, moving away) never wins over one
+// that is.
 void resolve_duplicates(self_ptr self) {
   auto& st = self->state;
   if (st.draining) return;
@@ -72,34 +98,103 @@ void resolve_duplicates(self_ptr self) {
     if (!m || m->draining || st.table.state(holder) != member_state::up) continue;
     for (const auto& w : list) {
       persistence::watch_id id{w.tenant(), w.name()};
-      if (!st.local_watches.contains(id) || st.yielding.contains(id)) continue;
+      auto mine = st.local_watches.find(id);
+      if (mine == st.local_watches.end() || st.yielding.contains(id) || !w.running()) continue;
       std::vector<std::string> both{me, holder};
-      if (core::owner_of(both, id.tenant, placement_key(id.name)) == me) continue;
+      if (mine->second && core::owner_of(both, id.tenant, placement_key(id.name)) == me) continue;
       st.yielding.insert(id);
       logging::warn("cluster.watch_duplicate", {{"watch", id.name}, {"kept_on", holder}});
-      auto req = std::make_shared<actors::watch_stop_request>();
-      req->id = id;
-      auto done = in_node(self, [self, id] {
+      stop_here(self, id, [self, id] {
         self->state.yielding.erase(id);
         sync_watch_copies(self);
       });
-      req->reply = [done](const std::optional<actors::watch_error>&, bool) { done.run(); };
-      self->send(st.cfg.watches, actors::stop_atom::value, actors::watch_stop_request_ptr(std::move(req)));
     }
   }
 }
 
+// Whether some member's latest copy (this node's included) has `id` running.
+bool running_somewhere(const node_state& st, const persistence::watch_id& id) {
+  if (auto mine = st.local_watches.find(id); mine != st.local_watches.end() && mine->second) return true;
+  for (const auto& [holder, list] : st.watch_copies)
+    for (const auto& w : list)
+      if (w.running() && w.tenant() == id.tenant && w.name() == id.name) return true;
+  return false;
+}
+
+// Hands one released watch to `target` and forgets it here once the target
+// runs it; `done` runs in the node either way. A failed hand-over keeps it
+// stored and listed here as "moving", in the copies the others keep.
+void hand_over(self_ptr self, const caf::actor& target, const std::string& owner,
+               const std::shared_ptr<proto::WatchStart>& moved, const std::function<void()>& done) {
+  persistence::watch_id id{moved->tenant(), moved->name()};
+  self->request(target, adopt_timeout, wstart_here_atom::value, moved->SerializeAsString())
+      .then(
+          [self, id, owner, done](const std::string& bytes) {
+            proto::WatchStartReply r;
+            if (!parse(bytes, &r) || !r.ok()) {
+              logging::error("cluster.watch_move_failed",
+                             {{"watch", id.name}, {"to", owner}, {"error", r.error()}});
+              return done();
+            }
+            logging::info("cluster.watch_moved", {{"watch", id.name}, {"to", owner}});
+            stop_here(self, id, [self, done] {
+              sync_watch_copies(self);
+              done();
+            });
+          },
+          [self, id, owner, done](caf::error& err) {
+            logging::error("cluster.watch_move_failed",
+                           {{"watch", id.name}, {"to", owner}, {"error", self->system().render(err)}});
+            done();
+          });
+}
+
 }  // namespace
+
+void sync_pins(self_ptr self) {
+  auto& st = self->state;
+  proto::Pins pins;
+  pins.set_holder(st.table.self().id);
+  for (const auto& key : st.cfg.hubs->pinned_keys()) {
+    auto* k = pins.add_keys();
+    k->set_tenant(key.tenant);
+    k->set_stream(key.name);
+  }
+  auto bytes = pins.SerializeAsString();
+  std::set<caf::actor_addr> peers;
+  for (const auto& [id, handle] : st.handles)
+    if (st.table.state(id) == member_state::up) peers.insert(handle.address());
+  if (bytes == st.pins_sent && peers == st.pins_peers) return;
+  for (const auto& [id, handle] : st.handles)
+    if (st.table.state(id) == member_state::up) self->send(handle, pins_atom::value, bytes);
+  st.pins_sent = std::move(bytes);
+  st.pins_peers = std::move(peers);
+}
+
+void on_peer_pins(self_ptr self, const std::string& bytes) {
+  auto& st = self->state;
+  proto::Pins pins;
+  if (!parse(bytes, &pins) || pins.holder().empty() || pins.holder() == st.table.self().id) return;
+  std::set<actors::stream_key> keys;
+  for (const auto& k : pins.keys()) keys.insert({k.tenant(), k.stream()});
+  // Streams pinned elsewhere are read and written there: relays follow.
+  if (st.cfg.view->set_pins(pins.holder(), std::move(keys))) st.cfg.hubs->reroute();
+}
 
 void sync_watch_copies(self_ptr self) {
   auto& st = self->state;
+  sync_pins(self);
   if (!st.cfg.watches) return;
   auto req = std::make_shared<actors::watch_specs_request>();
   caf::actor me = caf::actor_cast<caf::actor>(self);
-  req->reply = [me, id = st.table.self().id](const std::vector<persistence::watch_spec>& specs) {
+  req->reply = [me, id = st.table.self().id](const std::vector<actors::watch_spec_state>& specs) {
     proto::WatchCopies copies;
     copies.set_holder(id);
-    for (const auto& spec : specs) *copies.add_watches() = to_proto(spec);
+    for (const auto& s : specs) {
+      auto* w = copies.add_watches();
+      *w = to_proto(s.spec);
+      w->set_running(s.state == "running");
+    }
     caf::anon_send(me, copies_atom::value, copies.SerializeAsString());
   };
   self->send(st.cfg.watches, actors::specs_atom::value, actors::watch_specs_request_ptr(std::move(req)));
@@ -110,7 +205,7 @@ void on_own_copies(self_ptr self, const std::string& bytes) {
   proto::WatchCopies copies;
   if (!parse(bytes, &copies)) return;
   st.local_watches.clear();
-  for (const auto& w : copies.watches()) st.local_watches.insert({w.tenant(), w.name()});
+  for (const auto& w : copies.watches()) st.local_watches[{w.tenant(), w.name()}] = w.running();
   // Every up peer has the latest copy: new ones (or restarted ones, a new
   // handle) get it even when nothing changed here.
   std::set<caf::actor_addr> peers;
@@ -123,6 +218,7 @@ void on_own_copies(self_ptr self, const std::string& bytes) {
     st.copies_peers = std::move(peers);
   }
   resolve_duplicates(self);
+  adopt_orphans(self);
 }
 
 void on_peer_copies(self_ptr self, const std::string& bytes) {
@@ -134,33 +230,63 @@ void on_peer_copies(self_ptr self, const std::string& bytes) {
   resolve_duplicates(self);
 }
 
-void adopt_watches_of(self_ptr self, const std::string& lost) {
+void watches_lost_with(self_ptr self, const std::string& lost) {
   auto& st = self->state;
   auto it = st.watch_copies.find(lost);
   if (it == st.watch_copies.end()) return;
-  auto list = std::move(it->second);
+  // A drained member's copy may still list what it handed over: those run
+  // on their new owners already and are dropped once seen there.
+  for (auto& w : it->second) {
+    persistence::watch_id id{w.tenant(), w.name()};  // before `w` is moved from
+    st.orphans[id] = {lost, std::move(w)};
+  }
   st.watch_copies.erase(it);
+  adopt_orphans(self);
+}
+
+void adopt_orphans(self_ptr self) {
+  auto& st = self->state;
   if (st.draining || !st.cfg.watches) return;
-  for (const auto& w : list) {
-    if (st.local_watches.contains({w.tenant(), w.name()})) continue;
-    if (!st.cfg.view->owner_of(w.tenant(), placement_key(w.name())).empty()) continue;
-    // Its position was in the lost member's store: a fresh baseline.
-    logging::warn("cluster.watch_failover", {{"watch", w.name()}, {"from", lost}});
-    start_adopted(self, w, "its node was lost");
+  for (auto it = st.orphans.begin(); it != st.orphans.end();) {
+    const auto& id = it->first;
+    if (running_somewhere(st, id)) {
+      it = st.orphans.erase(it);
+      continue;
+    }
+    // Each survivor keeps the copy until it sees the watch run somewhere;
+    // only the one that owns it now starts it (again, if a start failed).
+    if (!st.adopting.contains(id) && st.cfg.view->owner_of(id.tenant, placement_key(id.name)).empty()) {
+      logging::warn("cluster.watch_failover", {{"watch", id.name}, {"from", it->second.first}});
+      st.adopting.insert(id);
+      start_adopted(self, it->second.second, "its node was lost");
+    }
+    ++it;
   }
 }
 
 void move_out(self_ptr self, std::function<void()> then) {
   auto& st = self->state;
+  // Runs `then` once everything is moved, or after move_out_for whatever
+  // is left (a hand-over or a source that does not end).
   struct countdown {
     std::size_t left = 1;
     std::function<void()> then;
     void done() {
-      if (--left == 0) then();
+      if (--left == 0) fire();
+    }
+    void fire() {
+      if (!then) return;
+      auto fn = std::move(then);
+      then = nullptr;
+      fn();
     }
   };
   auto g = std::make_shared<countdown>();
   g->then = std::move(then);
+  self->delayed_send(self, move_out_for, actors::task_atom::value, actors::actor_task{[g] {
+                       if (g->then) logging::warn("cluster.move_out_timeout", {});
+                       g->fire();
+                     }});
   // Leases held here for other members' sessions end with the sources; the
   // members subscribe again where the streams move.
   st.leases.clear();
@@ -171,10 +297,10 @@ void move_out(self_ptr self, std::function<void()> then) {
   if (!st.cfg.watches) return g->done();
   ++g->left;
   auto req = std::make_shared<actors::watch_specs_request>();
-  auto listed = std::make_shared<std::vector<persistence::watch_spec>>();
+  auto listed = std::make_shared<std::vector<actors::watch_spec_state>>();
   auto next = in_node(self, [self, g, listed] {
     auto& st = self->state;
-    for (const auto& spec : *listed) {
+    for (const auto& [spec, state] : *listed) {
       auto owner = st.cfg.view->owner_of(spec.id.tenant, placement_key(spec.id.name));
       auto target = st.handles.find(owner);
       if (owner.empty() || target == st.handles.end()) {
@@ -186,41 +312,30 @@ void move_out(self_ptr self, std::function<void()> then) {
       release->id = spec.id;
       auto handle = target->second;
       auto moved = std::make_shared<proto::WatchStart>();
-      auto sent = in_node(self, [self, g, handle, owner, moved] {
-        if (!moved->name().empty()) {
-          self->request(handle, adopt_timeout, wstart_here_atom::value, moved->SerializeAsString())
-              .then(
-                  [name = moved->name(), owner](const std::string& bytes) {
-                    proto::WatchStartReply r;
-                    if (parse(bytes, &r) && r.ok())
-                      return logging::info("cluster.watch_moved", {{"watch", name}, {"to", owner}});
-                    logging::error("cluster.watch_move_failed",
-                                   {{"watch", name}, {"to", owner}, {"error", r.error()}});
-                  },
-                  [self, name = moved->name(), owner](caf::error& err) {
-                    logging::error("cluster.watch_move_failed",
-                                   {{"watch", name}, {"to", owner}, {"error", self->system().render(err)}});
-                  });
-        }
-        sync_watch_copies(self);  // the others' copies lose it
-        g->done();
+      auto released = in_node(self, [self, g, handle, owner, moved] {
+        if (moved->name().empty()) return g->done();  // not released (busy, gone)
+        hand_over(self, handle, owner, moved, [g] { g->done(); });
       });
-      release->reply = [moved, sent](const std::optional<actors::watch_error>& error,
-                                     const std::optional<persistence::watch_spec>& spec,
-                                     const std::optional<persistence::watch_progress>& progress) {
-        if (!error && spec) {
+      release->reply = [moved, released, name = spec.id.name](
+                           const std::optional<actors::watch_error>& error,
+                           const std::optional<persistence::watch_spec>& spec,
+                           const std::optional<persistence::watch_progress>& progress) {
+        if (error || !spec) {
+          logging::warn("cluster.watch_not_moved",
+                        {{"watch", name}, {"why", error ? error->message : "gone"}});
+        } else {
           *moved = to_proto(*spec);
           moved->set_adopt(true);
           if (progress) *moved->mutable_progress() = to_proto(*progress);
         }
-        sent.run();
+        released.run();
       };
       self->send(st.cfg.watches, actors::release_atom::value,
                  actors::watch_release_request_ptr(std::move(release)));
     }
     g->done();
   });
-  req->reply = [listed, next](std::vector<persistence::watch_spec> specs) {
+  req->reply = [listed, next](std::vector<actors::watch_spec_state> specs) {
     *listed = std::move(specs);
     next.run();
   };

@@ -58,6 +58,12 @@ void on_source_subscribed(node_actor* self, std::uint64_t token, const actors::s
   if (it == st.promises.end()) return;  // (the lease, if any, goes with this message)
   proto::SourceSubReply out;
   if (!parse(reply, &out)) out.set_ok(false);
+  if (out.ok() && st.draining) {
+    // Its source closes with the others (the lease goes with this message).
+    out.Clear();
+    out.set_error_kind(static_cast<int>(actors::watch_error_kind::unavailable));
+    out.set_error("the source's node is draining; retry");
+  }
   if (out.ok() && lease) {
     auto id = st.next_token++;
     st.leases[id] = {node, lease};

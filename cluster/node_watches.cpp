@@ -91,7 +91,9 @@ caf::result<std::string> on_watch_start_here(self_ptr self, const std::string& b
   req->adopt = p.adopt();
   if (p.has_progress()) req->progress = progress_of(p.progress());
   caf::actor me = caf::actor_cast<caf::actor>(self);
-  req->reply = [me, token](const actors::watch_start_reply& r) {
+  // The other members' copies follow at once, not at the next tick.
+  auto sync = actors::actor_task{[self] { sync_watch_copies(self); }};
+  req->reply = [me, token, sync](const actors::watch_start_reply& r) {
     proto::WatchStartReply out;
     out.set_ok(!r.error);
     if (r.error) {
@@ -100,6 +102,7 @@ caf::result<std::string> on_watch_start_here(self_ptr self, const std::string& b
     }
     out.set_shape(r.shape);
     out.set_replaced(r.replaced);
+    caf::anon_send(me, actors::task_atom::value, sync);
     caf::anon_send(me, done_atom::value, token, out.SerializeAsString());
   };
   self->send(self->state.cfg.watches, actors::start_atom::value,
@@ -128,7 +131,8 @@ caf::result<std::string> on_watch_stop_here(self_ptr self, const std::string& te
   auto req = std::make_shared<actors::watch_stop_request>();
   req->id = {tenant, name};
   caf::actor me = caf::actor_cast<caf::actor>(self);
-  req->reply = [me, token](std::optional<actors::watch_error> error, bool stopped) {
+  auto sync = actors::actor_task{[self] { sync_watch_copies(self); }};
+  req->reply = [me, token, sync](std::optional<actors::watch_error> error, bool stopped) {
     proto::WatchStopReply out;
     out.set_ok(!error);
     if (error) {
@@ -136,6 +140,7 @@ caf::result<std::string> on_watch_stop_here(self_ptr self, const std::string& te
       out.set_error(error->message);
     }
     out.set_stopped(stopped);
+    caf::anon_send(me, actors::task_atom::value, sync);
     caf::anon_send(me, done_atom::value, token, out.SerializeAsString());
   };
   self->send(self->state.cfg.watches, actors::stop_atom::value,

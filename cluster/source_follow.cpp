@@ -45,17 +45,17 @@ void cluster_view::follow_sources() {
   auto m = current();
   for (auto& hold : holds_->live()) {
     std::string holder;
+    bool retry = false;
     {
       std::lock_guard lock(hold->mutex);
-      if (hold->moving || hold->holder.empty()) continue;
+      if (hold->moving || hold->gave_up || hold->holder.empty()) continue;
+      if (std::find(m->live.begin(), m->live.end(), hold->holder) != m->live.end()) continue;
+      if (std::chrono::steady_clock::now() < hold->next_try) continue;
       holder = hold->holder;
-    }
-    if (std::find(m->live.begin(), m->live.end(), holder) != m->live.end()) continue;
-    {
-      std::lock_guard lock(hold->mutex);
+      retry = hold->backoff.count() > 0;
       hold->moving = true;
     }
-    logging::info("cluster.source_follow", {{"uri", hold->uri}, {"from", holder}});
+    if (!retry) logging::info("cluster.source_follow", {{"uri", hold->uri}, {"from", holder}});
     resubscribe(hold, owner_of(hold->tenant, hold->stream));
   }
 }
@@ -75,18 +75,31 @@ void moved_to(const std::shared_ptr<source_hold>& hold, const std::string& holde
     hold->holder = holder;
     hold->local = std::move(local);
     hold->moving = false;
+    hold->backoff = {};
   }
   if (old_target) caf::anon_send(old_target, srcunsub_atom::value, old_lease);
   logging::info("cluster.source_followed",
                 {{"uri", hold->uri}, {"to", holder.empty() ? std::string("this node") : holder}});
 }
 
-void not_moved(const std::shared_ptr<source_hold>& hold, const std::string& why) {
+void not_moved(const std::shared_ptr<source_hold>& hold, const std::string& why, bool permanent = false) {
+  constexpr std::chrono::milliseconds first{500};
+  constexpr std::chrono::milliseconds most{30000};
+  std::chrono::milliseconds pause{};
   {
     std::lock_guard lock(hold->mutex);
-    hold->moving = false;  // the next tick tries again
+    hold->moving = false;
+    hold->gave_up = permanent;
+    hold->backoff = hold->backoff.count() == 0 ? first : std::min(hold->backoff * 2, most);
+    hold->next_try = std::chrono::steady_clock::now() + hold->backoff;
+    pause = hold->backoff;
   }
-  logging::warn("cluster.source_follow_failed", {{"uri", hold->uri}, {"error", why}});
+  if (permanent)
+    return logging::error("cluster.source_follow_failed",
+                          {{"uri", hold->uri}, {"error", why}, {"final", true}});
+  logging::warn(
+      "cluster.source_follow_failed",
+      {{"uri", hold->uri}, {"error", why}, {"retry_in_ms", static_cast<std::int64_t>(pause.count())}});
 }
 
 }  // namespace
@@ -104,7 +117,8 @@ void cluster_view::resubscribe(const std::shared_ptr<source_hold>& hold, const s
     req->uri = hold->uri;
     req->here = true;
     req->reply = [hold](actors::source_subscribe_reply r) {
-      if (r.error) return not_moved(hold, r.error->message);
+      if (r.error)
+        return not_moved(hold, r.error->message, r.error->kind == actors::watch_error_kind::bad_request);
       moved_to(hold, "", {}, 0, std::move(r.lease));
     };
     caf::anon_send(sources, actors::source_sub_atom::value,
@@ -122,7 +136,9 @@ void cluster_view::resubscribe(const std::shared_ptr<source_hold>& hold, const s
       [hold, owner, target](std::optional<std::string> reply) {
         proto::SourceSubReply r;
         if (!reply || !r.ParseFromString(*reply)) return not_moved(hold, owner + " did not answer");
-        if (!r.ok()) return not_moved(hold, r.error());
+        if (!r.ok())
+          return not_moved(hold, r.error(),
+                           r.error_kind() == static_cast<int>(actors::watch_error_kind::bad_request));
         moved_to(hold, owner, target, r.lease(), nullptr);
       });
 }

@@ -99,6 +99,7 @@ void on_routed(self_ptr self, const actors::source_subscribe_request_ptr& req, c
     };
     if (router->subscribe_elsewhere(req->tenant, source_stream_name(route.key), there)) return;
   }
+  if (st.handing_off) return fail(req, watch_error_kind::unavailable, "this node is draining; retry");
   auto k = table_key(req->tenant, route.key);
   if (st.closing.contains(k)) {
     st.after_close[k].push_back([self, req, route] { on_routed(self, req, route); });
@@ -235,7 +236,7 @@ void respawn(self_ptr self, const std::string& k, const actors::source_info& inf
              const std::set<std::uint64_t>& leases, const route_result& route) {
   auto& st = self->state;
   auto live = live_leases(self, k, leases);
-  if (st.stopping) return drop_leases(self, live);
+  if (st.stopping || st.handing_off) return drop_leases(self, live);
   if (live.empty()) return;  // every subscriber left meanwhile
   if (!route.upstream || route.key != info.key) {
     drop_leases(self, live);
@@ -380,6 +381,7 @@ actors::source_registry_actor::behavior_type source_registry(
       },
       [self](actors::source_handoff_atom, const actors::actor_task& then) {
         auto& st = self->state;
+        st.handing_off = true;
         std::vector<std::string> keys;
         for (auto& [k, e] : st.sources) keys.push_back(k);
         for (auto& k : keys) {

@@ -70,7 +70,9 @@ struct source_registry_state {
   std::set<const void*> retired;
   std::uint64_t next_lease = 1;
   bool stopping = false;
-  // Handing off (a cluster drain): run once no source runs or closes.
+  // Handing off (a cluster drain): no new source starts here, and these
+  // run once no source runs or closes.
+  bool handing_off = false;
   std::vector<actors::actor_task> when_idle;
 };
 

@@ -171,3 +171,74 @@ TEST_CASE(
   INFO("after the return: " << json(got.lines).dump() << " " << got.ended);
   CHECK(got.ended.empty());
 }
+
+TEST_CASE(
+    "a watch keeps running where it started when its placement owner joins, and sessions on every node "
+    "read its notices there",
+    "[cluster][watch][join]") {
+  cluster_nodes cluster(3);
+  constexpr std::size_t joiner = 2;
+  cluster.kill9(joiner);
+  cluster.await_converged(10s);
+
+  // A watch whose notice stream the joiner will own once it is back: it
+  // starts on a survivor meanwhile.
+  const auto ids = cluster.ids();
+  std::string name;
+  for (int k = 0; name.empty(); ++k)
+    if (core::owner_of(ids, "default", "watch:jw" + std::to_string(k)) == cluster.node_id(joiner))
+      name = "jw" + std::to_string(k);
+  const auto notice_stream = "watch:" + name;
+  const auto orders = cluster.owned_stream(0, "orders");
+  const auto ep = cluster.endpoint(0);
+  publish(ep, orders, event_json("/o/0", "ADDED", json{{"id", 0}}));
+  auto created = start_watch(
+      ep, json{{"name", name}, {"uri", "stream://" + orders}, {"debounce_ms", 50}, {"max_wait_ms", 100}});
+  INFO("POST /v1/watches: " << created.status << " " << created.body);
+  REQUIRE(created.status == 201);
+  auto counts = await_watch_total(cluster, 0, 1, 5s, cluster.size() - 1);
+  const auto runs_on = running_on(counts);
+  INFO("watch counts: " << describe(counts));
+  REQUIRE(!runs_on.empty());
+  // Its first notice makes the notice stream (an epoch to compare below).
+  {
+    client::sse_stream notices(ep, sse_target({notice_stream}));
+    await_hello(notices);
+    publish(ep, orders, event_json("/o/1", "ADDED", json{{"id", 1}}));
+    auto got = read_notices(notices, {"ADDED /o/1"});
+    INFO(json(got.lines).dump() << " " << got.ended);
+    REQUIRE(got.ended.empty());
+  }
+
+  cluster.restart(joiner);
+  cluster.await_converged(10s);
+  // Every node reads the notice stream where the watch writes it: the same
+  // epoch through the joiner as through the node that runs it.
+  const auto holder = static_cast<std::size_t>(std::find(ids.begin(), ids.end(), runs_on) - ids.begin());
+  const auto at_holder = stream_info_of(cluster.endpoint(holder), notice_stream);
+  stream_info at_joiner;
+  poll_until(5s, [&] {
+    at_joiner = stream_info_of(cluster.endpoint(joiner), notice_stream);
+    return at_joiner.status == 200 && at_holder.status == 200 &&
+           at_joiner.body["epoch"] == at_holder.body["epoch"];
+  });
+  INFO("GET /v1/streams/" << notice_stream << ": on the node running the watch " << at_holder.body.dump()
+                          << ", on the joiner " << at_joiner.body.dump());
+  REQUIRE(at_joiner.status == 200);
+  REQUIRE(at_joiner.body["epoch"] == at_holder.body["epoch"]);
+  // Still running once, where it started.
+  counts = await_watch_total(cluster, joiner, 1, 5s);
+  CHECK(running_on(counts) == runs_on);
+
+  auto sessions = open_sessions(cluster, {0, 1, 2}, 1, notice_stream);
+  publish(ep, orders, event_json("/o/2", "ADDED", json{{"id", 2}}));
+  std::vector<std::string> cursors;
+  for (auto& s : sessions) {
+    INFO("session on node " << s.node);
+    auto got = read_notices(*s.stream, {"ADDED /o/2"});
+    INFO(json(got.lines).dump() << " " << got.ended);
+    REQUIRE(got.ended.empty());
+    cursors.push_back(got.cursors.back());
+  }
+  for (const auto& c : cursors) CHECK(c == cursors.front());
+}
