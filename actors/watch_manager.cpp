@@ -78,7 +78,9 @@ void reply(const job_ptr& job, watch_start_reply r) {
 // store, so its notice stream stays here while the watch exists here,
 // whatever the cluster's placement says (ADR 0015).
 void sync_pin(watch_manager_state& st, const persistence::watch_id& id) {
-  bool want = st.watches.contains(id) || st.starting.contains(id);
+  // One moving to another member writes nothing here any more.
+  auto it = st.watches.find(id);
+  bool want = (it != st.watches.end() && it->second.state != "moving") || st.starting.contains(id);
   stream_key key{id.tenant, core::watch_notice_stream(id.name)};
   if (want && st.pinned.insert(id).second) st.cfg.hubs->pin(key);
   if (!want && st.pinned.erase(id) > 0) st.cfg.hubs->unpin(key);

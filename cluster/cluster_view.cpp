@@ -116,13 +116,21 @@ bool cluster_view::set_pins(const std::string& holder, std::set<actors::stream_k
   std::lock_guard lock(mutex_);
   auto& old = pins_[holder];
   if (old == keys) return false;
+  std::set<actors::stream_key> touched = old;
+  touched.insert(keys.begin(), keys.end());
   for (const auto& k : old)
-    if (!keys.contains(k)) {
-      if (auto it = pinned_by_.find(k); it != pinned_by_.end() && it->second == holder) pinned_by_.erase(it);
-      last_pinned_by_[k] = {holder, std::chrono::steady_clock::now()};
-    }
-  for (const auto& k : keys) pinned_by_[k] = holder;
+    if (!keys.contains(k)) last_pinned_by_[k] = {holder, std::chrono::steady_clock::now()};
   old = std::move(keys);
+  // Two members may pin one stream for a moment (a duplicate being
+  // settled): each key goes to the first member, by id, that pins it.
+  for (const auto& k : touched) {
+    pinned_by_.erase(k);
+    for (const auto& [id, pinned] : pins_)
+      if (pinned.contains(k)) {
+        pinned_by_[k] = id;
+        break;
+      }
+  }
   return true;
 }
 

@@ -100,7 +100,9 @@ class cluster_view final : public actors::hub_router {
   void set_sources(actors::source_registry_actor sources);
   // Subscribes again every hold whose member is gone or draining (a
   // membership change, and every tick to retry).
-  void follow_sources();
+  // A membership change also retries holds that gave up (the new owner
+  // may serve what the old one refused).
+  void follow_sources(bool membership_changed);
   std::size_t source_holds() const;
   // Who held `key` before this node if not this node: the top of the
   // holders without us ("" when there is nobody else).

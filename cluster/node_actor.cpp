@@ -43,7 +43,7 @@ void on_change(self_ptr self) {
                                     {"lost", static_cast<std::uint64_t>(m->lost.size())}});
   st.cfg.view->update(std::move(m));
   st.cfg.hubs->reroute();
-  st.cfg.view->follow_sources();
+  st.cfg.view->follow_sources(true);
   auto gossip = encode_members(st.table.all());
   for (auto& [id, handle] : st.handles) self->send(handle, members_atom::value, gossip);
   rebalance(self);
@@ -169,8 +169,14 @@ void on_tick(self_ptr self) {
       if (auto m = st.table.find(id); m && m->cluster_address == seed) connected = true;
     if (!connected) dial(self, seed);
   }
-  // Retries what a membership change could not finish at once.
-  st.cfg.view->follow_sources();
+  // Retries what a membership change could not finish at once. A peer
+  // that had us down (a one-sided failure detection) dropped our copies
+  // and pins: they go out again now and then even when unchanged.
+  st.cfg.view->follow_sources(false);
+  if (++st.ticks % 10 == 0) {
+    st.copies_sent.clear();
+    st.pins_sent.clear();
+  }
   sync_watch_copies(self);
   self->delayed_send(self, st.cfg.dial_interval, tick_atom::value);
 }

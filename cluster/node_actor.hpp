@@ -99,8 +99,9 @@ struct node_state {
   std::set<persistence::watch_id> yielding;  // duplicates being stopped here
   std::string copies_sent;
   std::set<caf::actor_addr> copies_peers;
-  std::string pins_sent;  // our Pins, as last sent to copies_peers
+  std::string pins_sent;  // our Pins, as last sent to pins_peers
   std::set<caf::actor_addr> pins_peers;
+  unsigned ticks = 0;  // every tenth sends copies and pins again, changed or not
 };
 
 using node_actor = caf::stateful_actor<node_state>;

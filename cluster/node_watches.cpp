@@ -84,6 +84,13 @@ caf::result<std::string> on_watch_start_here(self_ptr self, const std::string& b
   bad.set_error_kind(static_cast<int>(actors::watch_error_kind::bad_request));
   bad.set_error("unreadable watch start");
   if (!parse(bytes, &p)) return bad.SerializeAsString();
+  if (self->state.draining && !p.adopt()) {
+    // Its watches are moving to other members; this one belongs there too.
+    proto::WatchStartReply out;
+    out.set_error_kind(static_cast<int>(actors::watch_error_kind::unavailable));
+    out.set_error("this node is draining; retry");
+    return out.SerializeAsString();
+  }
   auto token = keep(self, self->make_response_promise());
   auto req = std::make_shared<actors::watch_start_request>();
   req->spec = spec_of(p);
@@ -127,6 +134,9 @@ caf::result<std::string> on_watch_list_here(self_ptr self, const std::string& te
 
 caf::result<std::string> on_watch_stop_here(self_ptr self, const std::string& tenant,
                                             const std::string& name) {
+  // A stop reaches every member: a lost member's copy of it must not
+  // bring it back later.
+  self->state.orphans.erase({tenant, name});
   auto token = keep(self, self->make_response_promise());
   auto req = std::make_shared<actors::watch_stop_request>();
   req->id = {tenant, name};
@@ -181,7 +191,7 @@ caf::result<std::string> on_watch_start(self_ptr self, const std::string& bytes)
         proto::WatchList part;
         if (!reply || !parse(*reply, &part)) return;
         for (auto& w : part.watches())
-          if (w.name() == name) *holder = node;
+          if (w.name() == name && w.state() != "moving") *holder = node;
       },
       [self, rp, holder, bytes, p]() mutable {
         auto& st = self->state;

@@ -41,13 +41,18 @@ std::size_t cluster_view::source_holds() const {
   return holds_->live().size();
 }
 
-void cluster_view::follow_sources() {
+void cluster_view::follow_sources(bool membership_changed) {
   auto m = current();
   for (auto& hold : holds_->live()) {
     std::string holder;
     bool retry = false;
     {
       std::lock_guard lock(hold->mutex);
+      if (membership_changed && hold->gave_up) {
+        hold->gave_up = false;
+        hold->backoff = {};
+        hold->next_try = {};
+      }
       if (hold->moving || hold->gave_up || hold->holder.empty()) continue;
       if (std::find(m->live.begin(), m->live.end(), hold->holder) != m->live.end()) continue;
       if (std::chrono::steady_clock::now() < hold->next_try) continue;
