@@ -445,8 +445,8 @@ void on_stop(self_ptr self, const watch_stop_request_ptr& req) {
 // watch that never started here, its stream:// URI's (none for a source).
 std::string progress_stream(const watch_entry& entry) {
   if (!entry.stream.empty()) return entry.stream;
-  std::string error;
   if (!core::is_stream_uri(entry.spec.uri)) return {};
+  std::string error;
   auto uri = core::parse_stream_uri(entry.spec.uri, &error);
   return uri ? uri->stream : std::string{};
 }

@@ -36,7 +36,7 @@ struct watch_entry {
   watch_filter_actor filter;
   watch_debounce_actor debounce;
   watch_stats_ptr stats;
-  std::string state;  // running, stopping, failed, restore_failed
+  std::string state;  // running, stopping, failed, restore_failed, moving (released to another member)
   std::string error;
   source_lease_ptr lease;  // a watch on an upstream source keeps it subscribed
   std::string stream;      // the stream it reads (its progress is kept per stream)

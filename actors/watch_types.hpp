@@ -131,8 +131,9 @@ struct watch_specs_request {
 };
 using watch_specs_request_ptr = std::shared_ptr<watch_specs_request>;
 
-// Stops a watch to move it to another member: its pending notices go out,
-// then its spec and position are read and removed from this node.
+// Stops a watch to move it to another member: its pending notices go out
+// with the position they leave, then its spec and position are read. The
+// spec stays stored here ("moving") until a stop forgets it.
 struct watch_release_request {
   persistence::watch_id id;
   std::function<void(std::optional<watch_error>, std::optional<persistence::watch_spec>,

@@ -149,6 +149,23 @@ void hand_over(self_ptr self, const caf::actor& target, const std::string& owner
           });
 }
 
+// Sends `bytes` (this node's copies or pins) to every up peer unless each
+// of them has it already: new peers (or restarted ones, a new handle) get
+// it even when nothing changed here.
+template <class Atom>
+void send_if_changed(self_ptr self, Atom atom, const std::string& bytes, std::string& sent,
+                     std::set<caf::actor_addr>& sent_to) {
+  auto& st = self->state;
+  std::set<caf::actor_addr> peers;
+  for (const auto& [id, handle] : st.handles)
+    if (st.table.state(id) == member_state::up) peers.insert(handle.address());
+  if (bytes == sent && peers == sent_to) return;
+  for (const auto& [id, handle] : st.handles)
+    if (st.table.state(id) == member_state::up) self->send(handle, atom, bytes);
+  sent = bytes;
+  sent_to = std::move(peers);
+}
+
 }  // namespace
 
 void sync_pins(self_ptr self) {
@@ -160,15 +177,7 @@ void sync_pins(self_ptr self) {
     k->set_tenant(key.tenant);
     k->set_stream(key.name);
   }
-  auto bytes = pins.SerializeAsString();
-  std::set<caf::actor_addr> peers;
-  for (const auto& [id, handle] : st.handles)
-    if (st.table.state(id) == member_state::up) peers.insert(handle.address());
-  if (bytes == st.pins_sent && peers == st.pins_peers) return;
-  for (const auto& [id, handle] : st.handles)
-    if (st.table.state(id) == member_state::up) self->send(handle, pins_atom::value, bytes);
-  st.pins_sent = std::move(bytes);
-  st.pins_peers = std::move(peers);
+  send_if_changed(self, pins_atom::value, pins.SerializeAsString(), st.pins_sent, st.pins_peers);
 }
 
 void on_peer_pins(self_ptr self, const std::string& bytes) {
@@ -206,17 +215,7 @@ void on_own_copies(self_ptr self, const std::string& bytes) {
   if (!parse(bytes, &copies)) return;
   st.local_watches.clear();
   for (const auto& w : copies.watches()) st.local_watches[{w.tenant(), w.name()}] = w.running();
-  // Every up peer has the latest copy: new ones (or restarted ones, a new
-  // handle) get it even when nothing changed here.
-  std::set<caf::actor_addr> peers;
-  for (const auto& [id, handle] : st.handles)
-    if (st.table.state(id) == member_state::up) peers.insert(handle.address());
-  if (bytes != st.copies_sent || peers != st.copies_peers) {
-    for (const auto& [id, handle] : st.handles)
-      if (st.table.state(id) == member_state::up) self->send(handle, wcopy_atom::value, bytes);
-    st.copies_sent = bytes;
-    st.copies_peers = std::move(peers);
-  }
+  send_if_changed(self, wcopy_atom::value, bytes, st.copies_sent, st.copies_peers);
   resolve_duplicates(self);
   adopt_orphans(self);
 }

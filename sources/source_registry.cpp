@@ -321,6 +321,16 @@ void on_reload(self_ptr self, const actors::source_reload_request_ptr& req) {
   finish_one();
 }
 
+// Handing off: the waiting tasks run once no source runs or closes.
+void run_when_idle(self_ptr self) {
+  auto& st = self->state;
+  if (st.when_idle.empty() || !st.sources.empty() || !st.closing.empty()) return;
+  auto tasks = std::move(st.when_idle);
+  st.when_idle.clear();
+  for (auto& t : tasks)
+    if (t.run) t.run();
+}
+
 void on_down(self_ptr self, const caf::down_msg& msg) {
   auto& st = self->state;
   if (auto p = st.pinned.find(msg.source); p != st.pinned.end()) {
@@ -342,12 +352,7 @@ void on_down(self_ptr self, const caf::down_msg& msg) {
     for (auto& w : waiting) w();
     break;
   }
-  if (!st.when_idle.empty() && st.sources.empty() && st.closing.empty()) {
-    auto tasks = std::move(st.when_idle);
-    st.when_idle.clear();
-    for (auto& t : tasks)
-      if (t.run) t.run();
-  }
+  run_when_idle(self);
   // Stopping: done once every source has closed its upstream (each posts
   // its close before it ends, so the sources thread runs them before it
   // stops the connectors).
@@ -387,14 +392,11 @@ actors::source_registry_actor::behavior_type source_registry(
         for (auto& k : keys) {
           logging::info("source.stopping",
                         {{"key", st.sources[k].status->get().key}, {"reason", "node draining"}});
-          for (auto lease : st.sources[k].leases) st.leases.erase(lease);
+          drop_leases(self, st.sources[k].leases);
           close_entry(self, k);
         }
-        if (st.sources.empty() && st.closing.empty()) {
-          if (then.run) then.run();
-          return;
-        }
         st.when_idle.push_back(then);
+        run_when_idle(self);
       },
       [self](actors::source_stop_atom) {
         auto& st = self->state;
