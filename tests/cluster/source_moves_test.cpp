@@ -148,7 +148,7 @@ TEST_CASE(
 
 TEST_CASE(
     "killing the node that runs a PostgreSQL channel's source: a watch elsewhere subscribes again on a "
-    "survivor and notices the next change; sessions get resync and, reconnected, read it; one LISTEN",
+    "survivor and notices the next change, sessions get resync and, reconnected, read it, over one LISTEN",
     "[cluster][sources][postgres][failover]") {
   pg_cluster env;
   const auto& pg = env.pg;
