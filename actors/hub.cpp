@@ -1,5 +1,6 @@
 #include "actors/hub.hpp"
 
+#include <algorithm>
 #include <chrono>
 #include <random>
 
@@ -39,10 +40,34 @@ void trim_ring(hub_state& st) {
   if (st.cfg.metrics && dropped > 0) st.cfg.metrics->ring_bytes(-static_cast<std::int64_t>(dropped));
 }
 
+// Whether writes wait for the followers: a shipper exists and the hub's
+// term began.
+bool replicating(const hub_state& st) {
+  return st.replicator && st.active;
+}
+
+// The write goes to the followers as it goes to the store (ADR 0017).
+void ship(hub_state& st, const persistence::write_set& ws, std::uint64_t prev_seq) {
+  if (!replicating(st) || !ws.meta) return;
+  auto b = std::make_shared<replica_batch>();
+  b->prev_seq = prev_seq;
+  b->events = ws.events;
+  b->idempotency = ws.idempotency;
+  b->meta = *ws.meta;
+  caf::anon_send(*st.replicator, ship_atom::value, replica_batch_ptr(std::move(b)));
+}
+
 void submit(self_ptr self, persistence::write_set ws, hub_state::in_flight entry) {
   auto& st = self->state;
+  entry.head_after = st.meta ? st.meta->head_seq : 0;
   entry.token = st.next_token++;
   auto token = entry.token;
+  // A publish waits for its followers at most so long before it hears
+  // (one timer per hub, not per write).
+  if (replicating(st) && !entry.frames.empty() && !st.stall_timer) {
+    st.stall_timer = true;
+    self->delayed_send(self, st.cfg.replication_timeout, stall_atom::value);
+  }
   st.pending.push_back(std::move(entry));
   hub_actor handle = self;
   st.cfg.committer->submit(std::move(ws), [handle, token](const persistence::status& s) {
@@ -76,6 +101,7 @@ bool create_stream(self_ptr self) {
   m.first_seq = 1;
   m.head_seq = 0;
   m.created_ms = now_ms();
+  m.term = st.active ? st.term : 0;
   st.meta = m;
   st.committed_first = 1;
   st.committed_head = 0;
@@ -92,6 +118,8 @@ void on_publish(self_ptr self, const publish_request_ptr& req) {
   if (st.moved) return caf::anon_send(st.cfg.registry->get(st.cfg.stream), publish_atom::value, req);
   if (st.awaiting) return st.held_publishes.push_back(req);
   if (st.failed) return unavailable("the stream's storage failed; see the node log");
+  if (st.fenced) return unavailable("this node no longer owns the stream; retry (with the same Idempotency-Key)");
+  if (replicating(st) && !st.writable) return unavailable(st.unwritable);
 
   const auto& key = req->idempotency_key;
   if (!key.empty()) {
@@ -119,6 +147,7 @@ void on_publish(self_ptr self, const publish_request_ptr& req) {
   ws.stream_id = m.id;
   hub_state::in_flight entry;
   entry.accepted_at = std::chrono::steady_clock::now();
+  const auto prev_seq = m.head_seq;
   auto t = now_ms();
   for (auto& ev : req->events) {
     ev.time_ms = t;
@@ -143,27 +172,14 @@ void on_publish(self_ptr self, const publish_request_ptr& req) {
   entry.first_seq_after = m.first_seq;
   entry.reply = std::move(req->reply);
   entry.idempotency_key = key;
+  ship(st, ws, prev_seq);
   submit(self, std::move(ws), std::move(entry));
 }
 
-void on_committed(self_ptr self, std::uint64_t token, const std::string& error) {
+// A write that is durable here, and on the write quorum when replicating:
+// the publisher hears, the ring and the sinks get its frames.
+void complete(self_ptr self, hub_state::in_flight& entry) {
   auto& st = self->state;
-  if (st.pending.empty() || st.pending.front().token != token) {
-    logging::error("hub.commit_out_of_order", {{"stream", st.cfg.stream.name}, {"token", token}});
-    return;
-  }
-  auto entry = std::move(st.pending.front());
-  st.pending.pop_front();
-  if (!error.empty() || st.failed) {
-    // Later writes may land after a failed one; refusing everything from here
-    // keeps us from acknowledging a log with a hole in it.
-    if (!st.failed) logging::error("hub.write_failed", {{"stream", st.cfg.stream.name}, {"error", error}});
-    st.failed = true;
-    publish_result r{publish_outcome::unavailable, {}, "the write failed: " + error};
-    if (entry.reply) entry.reply(r);
-    if (!entry.idempotency_key.empty()) reply_to_waiters(st, entry.idempotency_key, r);
-    return;
-  }
   if (entry.frames.empty() && entry.first_seq_after != st.committed_first) {
     logging::debug("stream.trimmed",
                    {{"stream", st.cfg.stream.name}, {"first_seq", entry.first_seq_after}, {"by", "age"}});
@@ -177,9 +193,9 @@ void on_committed(self_ptr self, std::uint64_t token, const std::string& error) 
   }
   // The publisher hears first: whatever it does on the reply (a watch counts
   // its notice) happens before any subscriber can see the event.
-  if (entry.reply) {
+  {
     publish_result r{publish_outcome::appended, entry.cursors, {}};
-    entry.reply(r);
+    if (entry.reply) entry.reply(r);
     if (!entry.idempotency_key.empty()) reply_to_waiters(st, entry.idempotency_key, r);
   }
   if (!entry.frames.empty()) {
@@ -200,13 +216,75 @@ void on_committed(self_ptr self, std::uint64_t token, const std::string& error) 
     for (auto& [raw, sink] : st.sinks) sink.first->deliver(shared);
   }
   trim_ring(st);
+}
+
+// A failed write: later writes may land after it, so refusing everything
+// from here keeps us from acknowledging a log with a hole in it.
+void fail(hub_state& st, hub_state::in_flight& entry) {
+  if (!st.failed)
+    logging::error("hub.write_failed", {{"stream", st.cfg.stream.name}, {"error", entry.error}});
+  st.failed = true;
+  publish_result r{publish_outcome::unavailable, {}, "the write failed: " + entry.error};
+  if (entry.reply) entry.reply(r);
+  if (!entry.idempotency_key.empty()) reply_to_waiters(st, entry.idempotency_key, r);
+}
+
+// Completes the writes at the front that are done, in order: durable here
+// and, when replicating, held by the write quorum.
+void settle(self_ptr self) {
+  auto& st = self->state;
+  while (!st.pending.empty()) {
+    auto& front = st.pending.front();
+    if (!front.durable) break;
+    bool has_events = !front.frames.empty();
+    if (!front.error.empty() || st.failed) {
+      if (front.error.empty()) front.error = "an earlier write failed";
+      fail(st, front);
+    } else if (st.fenced) {
+      // Answered when the hub was fenced; its events are not this term's.
+    } else if (replicating(st) && has_events && front.frames.back()->seq > st.replicated) {
+      break;
+    } else {
+      complete(self, front);
+    }
+    st.pending.pop_front();
+  }
   if (st.pending.empty()) {
     for (auto& rp : st.quiesce_waiters) rp.deliver(true);
     st.quiesce_waiters.clear();
   }
-  if (st.cfg.retention.max_age_ms > 0 && !st.trim_scheduled) {
+  if (st.cfg.retention.max_age_ms > 0 && !st.trim_scheduled && !st.moved && !st.fenced) {
     st.trim_scheduled = true;
     self->send(self, trim_atom::value);
+  }
+}
+
+void on_committed(self_ptr self, std::uint64_t token, const std::string& error) {
+  auto& st = self->state;
+  auto it = std::find_if(st.pending.begin(), st.pending.end(), [](const auto& e) { return !e.durable; });
+  if (it == st.pending.end() || it->token != token) {
+    logging::error("hub.commit_out_of_order", {{"stream", st.cfg.stream.name}, {"token", token}});
+    return;
+  }
+  it->durable = true;
+  it->error = error;
+  if (error.empty() && replicating(st)) caf::anon_send(*st.replicator, local_atom::value, it->head_after);
+  settle(self);
+}
+
+// Writes not yet acknowledged are answered "retry" (the hub moves on or
+// was fenced): their events may still turn up in the log later, which a
+// retry with the same Idempotency-Key is answered from.
+void abandon_unacknowledged(hub_state& st, const std::string& why) {
+  if (!replicating(st)) return;
+  publish_result r{publish_outcome::unavailable, {}, why};
+  for (auto& entry : st.pending) {
+    if (entry.frames.empty() || !entry.error.empty()) continue;
+    if (entry.reply) entry.reply(r);
+    entry.reply = nullptr;
+    if (!entry.idempotency_key.empty()) reply_to_waiters(st, entry.idempotency_key, r);
+    entry.idempotency_key.clear();
+    entry.frames.clear();  // never delivered from here
   }
 }
 
@@ -282,6 +360,10 @@ void on_fetch(self_ptr self, const fetch_request_ptr& req) {
     case core::resume_check::too_old:
       return send(fetch_status::resync, "cursor_too_old");
     case core::resume_check::ahead_of_head:
+      // In this epoch, a cursor past the head was handed out by another
+      // term's owner, unless the followers have confirmed ours: the hub is
+      // then fenced shortly, and the fetch goes on to its successor.
+      if (replicating(st) && !st.confirmed) return st.held_ahead.push_back(req);
       return send(fetch_status::resync, "cursor_ahead");
     case core::resume_check::ok:
       break;
@@ -308,9 +390,49 @@ void on_unsub(self_ptr self, const fanout_sink_ptr& sink) {
 // a session or publisher holding this handle a moment too long is not lost.
 // A second `moved` (sent to itself a minute later) ends the actor.
 // What waited for a handoff runs now, in the order it came.
+// Replication: the hub's term begins with the log it has now. The term goes
+// into the store at once (a copy's term says which writer it follows), and
+// the shipper brings the followers to this log.
+void activate(self_ptr self) {
+  auto& st = self->state;
+  if (st.active || !st.replicator || st.moved || st.failed) return;
+  st.active = true;
+  st.confirmed = false;
+  replica_base base;
+  if (st.meta) base = {st.meta->term, st.meta->term_owner, st.meta->head_seq};
+  else base.term = st.prior_term;
+  // A new term when this node takes over a log another member wrote: that
+  // writer is fenced by it. Going on with its own log keeps its term (no
+  // one else to fence, and a member that took it over meanwhile holds a
+  // newer term that wins when they meet).
+  bool own = base.owner.empty() || base.owner == st.cfg.node_id;
+  st.term = own && st.meta ? std::max<std::uint64_t>(base.term, 1) : base.term + 1;
+  st.replicated = st.committed_head;
+  auto start = std::make_shared<replica_start>();
+  start->base = base;
+  if (st.meta) {
+    st.meta->term = st.term;
+    st.meta->term_owner.clear();  // this node's own log now
+    start->meta = *st.meta;
+    persistence::write_set ws;
+    ws.stream_id = st.meta->id;
+    ws.meta = *st.meta;
+    hub_state::in_flight entry;
+    entry.first_seq_after = st.committed_first;
+    submit(self, std::move(ws), std::move(entry));
+  } else {
+    start->meta.tenant = st.cfg.stream.tenant;
+    start->meta.name = st.cfg.stream.name;
+    start->meta.term = st.term;
+  }
+  logging::debug("stream.term_began", {{"stream", st.cfg.stream.name}, {"term", st.term}});
+  caf::anon_send(*st.replicator, begin_atom::value, replica_start_ptr(std::move(start)));
+}
+
 void release_held(self_ptr self) {
   auto& st = self->state;
   st.awaiting = false;
+  activate(self);
   // Swapped out, not moved from: what runs now may hold new requests again.
   std::vector<publish_request_ptr> publishes;
   std::vector<fetch_request_ptr> fetches;
@@ -328,7 +450,34 @@ void release_held(self_ptr self) {
 void on_adopt(self_ptr self, const stream_handoff_ptr& handoff) {
   auto& st = self->state;
   if (!st.awaiting || st.adopting) return;
-  if (!handoff) return release_held(self);
+  if (!handoff || handoff->fresh) {
+    // This node's store is what there is; a follower may have written to
+    // it since the hub started.
+    std::optional<persistence::stream_meta> meta;
+    if (auto s = st.cfg.store->get_stream(st.cfg.stream.tenant, st.cfg.stream.name, &meta); !s.ok()) {
+      logging::error("hub.load_failed", {{"stream", st.cfg.stream.name}, {"error", s.message()}});
+      st.failed = true;
+      return release_held(self);
+    }
+    if (meta && handoff) {
+      // Not provably complete: its seqs may have been handed out past its
+      // head by the lost owner, so they are not reused.
+      logging::warn("stream.copy_dropped", {{"stream", st.cfg.stream.name},
+                                            {"epoch", core::format_epoch(meta->epoch)},
+                                            {"head", meta->head_seq}});
+      persistence::write_set drop;
+      drop.meta_delete = std::make_pair(meta->tenant, meta->name);
+      drop.stream_id = meta->id;
+      drop.trim_before = meta->head_seq + 1;
+      st.cfg.committer->submit(std::move(drop), [](const persistence::status&) {});
+      st.prior_term = meta->term;
+      meta.reset();
+    }
+    st.meta = meta;
+    st.committed_head = meta ? meta->head_seq : 0;
+    st.committed_first = meta ? meta->first_seq : 1;
+    return release_held(self);
+  }
   std::uint64_t id = 0;
   if (auto s = st.cfg.store->allocate_stream_id(&id); !s.ok()) {
     logging::error("hub.adopt_failed", {{"stream", st.cfg.stream.name}, {"error", s.message()}});
@@ -397,8 +546,13 @@ void on_moved(self_ptr self) {
   }
   st.moved = true;
   logging::debug("stream.moved", {{"stream", st.cfg.stream.name}});
+  abandon_unacknowledged(st, "the stream is moving between nodes; retry (with the same Idempotency-Key)");
+  if (st.replicator) caf::anon_send_exit(*st.replicator, caf::exit_reason::user_shutdown);
+  settle(self);  // abandoned writes that are durable leave now, so a quiesce can answer
   for (auto& [raw, sink] : st.sinks) sink.first->moved(st.cfg.stream, self->address());
   st.sinks.clear();
+  for (auto& f : st.held_ahead) caf::anon_send(st.cfg.registry->get(st.cfg.stream), fetch_atom::value, f);
+  st.held_ahead.clear();
   // Moved on before its handoff came: what waited goes to the new route.
   if (st.awaiting && !st.adopting) release_held(self);
   self->delayed_send(self, std::chrono::seconds(60), moved_atom::value);
@@ -409,7 +563,7 @@ void on_trim(self_ptr self) {
   auto& st = self->state;
   st.trim_scheduled = false;
   auto max_age = st.cfg.retention.max_age_ms;
-  if (!st.meta || max_age <= 0 || st.failed || st.moved) return;
+  if (!st.meta || max_age <= 0 || st.failed || st.moved || st.fenced) return;
   auto cutoff = now_ms() - max_age;
   auto first = st.meta->first_seq;
   std::optional<std::int64_t> oldest_kept;
@@ -437,6 +591,7 @@ void on_trim(self_ptr self) {
     ws.meta = *st.meta;
     hub_state::in_flight entry;
     entry.first_seq_after = first;
+    ship(st, ws, st.meta->head_seq);
     submit(self, std::move(ws), std::move(entry));
   }
   if (oldest_kept) {
@@ -444,6 +599,55 @@ void on_trim(self_ptr self) {
     auto wait = std::max<std::int64_t>(*oldest_kept + max_age - now_ms(), 10);
     self->delayed_send(self, std::chrono::milliseconds(wait), trim_atom::value);
   }
+}
+
+// Writes the followers have not confirmed in time (one does not answer, or
+// does not see this node as the owner yet): their publishers hear "retry"
+// rather than wait on. The writes stay and complete (reaching subscribers)
+// if the followers confirm them later; a publish with the same
+// Idempotency-Key meanwhile waits for that.
+void on_stall(self_ptr self) {
+  auto& st = self->state;
+  st.stall_timer = false;
+  if (!replicating(st)) return;
+  auto now = std::chrono::steady_clock::now();
+  std::optional<std::chrono::steady_clock::time_point> next;
+  for (auto& entry : st.pending) {
+    if (!entry.reply || entry.frames.empty()) continue;
+    if (now - entry.accepted_at < st.cfg.replication_timeout) {
+      if (!next) next = entry.accepted_at + st.cfg.replication_timeout;
+      continue;
+    }
+    logging::warn("stream.replication_stalled",
+                  {{"stream", st.cfg.stream.name}, {"acknowledged", st.replicated}, {"seq", entry.cursors.back().seq}});
+    entry.reply(publish_result{publish_outcome::unavailable, {},
+                               "the stream's followers did not confirm the write in time; it may still appear in "
+                               "the stream: retry with the same Idempotency-Key"});
+    entry.reply = nullptr;
+  }
+  if (next) {
+    st.stall_timer = true;
+    self->delayed_send(self, std::chrono::duration_cast<std::chrono::milliseconds>(*next - now) +
+                                 std::chrono::milliseconds(1), stall_atom::value);
+  }
+}
+
+// A newer term of the stream exists at `member` (a follower refused this
+// term, or a member holds its own log of a later one): this hub stops
+// serving and the registry replaces it with one that pulls that log.
+void on_fenced(self_ptr self, const std::string& member) {
+  auto& st = self->state;
+  if (st.fenced || st.moved) return;
+  st.fenced = true;
+  logging::warn("stream.fenced", {{"stream", st.cfg.stream.name}, {"term", st.term}, {"by", member}});
+  abandon_unacknowledged(st, "this node no longer owns the stream; retry (with the same Idempotency-Key)");
+  settle(self);
+  if (st.cfg.registry) st.cfg.registry->replace(st.cfg.stream, self, member);
+}
+
+void on_check_term(self_ptr self, std::uint64_t term, const std::string& member) {
+  auto& st = self->state;
+  if (st.active && term > st.term) on_fenced(self, member);
 }
 
 }  // namespace
@@ -466,6 +670,13 @@ hub_actor::behavior_type hub(hub_actor::stateful_pointer<hub_state> self, hub_co
       self->send(self, trim_atom::value);
     }
   }
+  if (st.cfg.replicator && !st.failed) {
+    st.replicator = st.cfg.replicator(self);
+    // The shipper lives as long as its hub.
+    if (st.replicator)
+      self->attach_functor([r = *st.replicator] { caf::anon_send_exit(r, caf::exit_reason::user_shutdown); });
+  }
+  if (!st.awaiting) activate(self);
   return {
       [self](publish_atom, const publish_request_ptr& req) { on_publish(self, req); },
       [self](fetch_atom, const fetch_request_ptr& req) { on_fetch(self, req); },
@@ -477,6 +688,35 @@ hub_actor::behavior_type hub(hub_actor::stateful_pointer<hub_state> self, hub_co
       [self](moved_atom) { on_moved(self); },
       [self](adopt_atom, const stream_handoff_ptr& h) { on_adopt(self, h); },
       [self](adopted_atom, const std::string& error) { on_adopted(self, error); },
+      [self](replicated_atom, std::uint64_t seq) {
+        auto& st = self->state;
+        if (seq <= st.replicated) return;
+        st.replicated = seq;
+        settle(self);
+      },
+      [self](fenced_atom, const std::string& member) { on_fenced(self, member); },
+      [self](writable_atom, bool ok, const std::string& why) {
+        self->state.writable = ok;
+        self->state.unwritable = why;
+      },
+      [self](term_atom, std::uint64_t term) {
+        auto& st = self->state;
+        if (term <= st.term) return;
+        st.term = term;
+        if (st.meta) st.meta->term = term;
+      },
+      [self](confirmed_atom, bool confirmed) {
+        auto& st = self->state;
+        st.confirmed = confirmed;
+        if (!confirmed || st.moved) return;
+        std::vector<fetch_request_ptr> held;
+        held.swap(st.held_ahead);
+        for (auto& f : held) on_fetch(self, f);
+      },
+      [self](check_term_atom, std::uint64_t term, const std::string& member) {
+        on_check_term(self, term, member);
+      },
+      [self](stall_atom) { on_stall(self); },
       [self](quiesce_atom) -> caf::result<bool> {
         auto& st = self->state;
         if (st.pending.empty() && !st.awaiting) return true;

@@ -12,7 +12,15 @@
 //
 // Nothing is fanned out or acknowledged before it is durable, so a cursor a
 // client has seen always survives a crash (under sync or batch durability).
+//
+// With replication (ADR 0017) "durable" means here and on the write quorum
+// of followers: each write is shipped to the log shipper as it is
+// submitted, and a publish completes once both have confirmed it. The hub's
+// term begins when it starts serving as the owner (`active`); a shipper that
+// finds a newer term elsewhere fences the hub, which then answers nothing
+// more and is replaced.
 
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <deque>
@@ -49,6 +57,12 @@ struct hub_config {
   bool taken_over = false;
   // Cluster: hold publishes and fetches until adopt_atom (see hub_actor).
   bool await_handoff = false;
+  // Replication: spawns this hub's log shipper (unset: none), this node's
+  // member id, and how long a write may wait for its followers before its
+  // publisher is told to retry.
+  std::function<std::optional<replicator_actor>(hub_actor)> replicator;
+  std::string node_id;
+  std::chrono::milliseconds replication_timeout{5000};
 };
 
 struct hub_state {
@@ -62,7 +76,10 @@ struct hub_state {
     std::function<void(publish_result)> reply;
     std::string idempotency_key;
     std::uint64_t first_seq_after = 0;  // retained range start once written
+    std::uint64_t head_after = 0;       // the log's head once written
     std::chrono::steady_clock::time_point accepted_at{};
+    bool durable = false;  // the local write is done (see error)
+    std::string error;     // the local write failed
   };
 
   hub_config cfg;
@@ -93,6 +110,21 @@ struct hub_state {
   std::function<void()> adopted_callback;
   std::optional<persistence::stream_meta> adopting;
   bool trim_scheduled = false;
+
+  // Replication (ADR 0017).
+  std::optional<replicator_actor> replicator;
+  bool active = false;  // serving as the owner: its term began
+  std::uint64_t term = 0;
+  std::uint64_t replicated = 0;  // the write quorum holds the log up to here
+  bool writable = true;          // as the shipper last said
+  std::string unwritable;        // why not
+  bool fenced = false;           // a newer term exists: replaced
+  std::uint64_t prior_term = 0;  // of a follower's copy dropped for a new epoch
+  bool stall_timer = false;      // armed while writes wait for followers
+  // The followers have answered in this term (see confirmed_atom); fetches
+  // past the head wait here until then.
+  bool confirmed = true;
+  std::vector<fetch_request_ptr> held_ahead;
 
   // The ring's memory leaves the node-wide gauge with the hub.
   ~hub_state() {

@@ -5,6 +5,7 @@
 #include <caf/all.hpp>
 
 #include "actors/messages.hpp"
+#include "actors/replication.hpp"
 
 namespace tidings::actors {
 
@@ -17,6 +18,7 @@ using moved_atom = caf::atom_constant<caf::atom("moved")>;
 using adopt_atom = caf::atom_constant<caf::atom("adopt")>;
 using adopted_atom = caf::atom_constant<caf::atom("adopted")>;
 using quiesce_atom = caf::atom_constant<caf::atom("quiesce")>;
+using stall_atom = caf::atom_constant<caf::atom("stall")>;
 
 using hub_actor = caf::typed_actor<
     // Assign seqs, persist through the group committer, reply when durable.
@@ -40,7 +42,25 @@ using hub_actor = caf::typed_actor<
     caf::reacts_to<adopted_atom, std::string>,
     // Answers once no write is in flight (a moved hub, before its log is
     // handed over).
-    caf::replies_to<quiesce_atom>::with<bool>>;
+    caf::replies_to<quiesce_atom>::with<bool>,
+    // Replication (ADR 0017), from the hub's log shipper: the write quorum
+    // holds the log up to this seq.
+    caf::reacts_to<replicated_atom, std::uint64_t>,
+    // A newer term of this stream was written by `member`: this hub is
+    // stale; it answers nothing more and the registry replaces it.
+    caf::reacts_to<fenced_atom, std::string>,
+    // Whether a publish can be acknowledged now (and why not).
+    caf::reacts_to<writable_atom, bool, std::string>,
+    // The term moved past one a lost owner had reached.
+    caf::reacts_to<term_atom, std::uint64_t>,
+    // Every follower has (or not yet) answered in this hub's term without
+    // fencing it; until then a cursor past the head may be a newer term's.
+    caf::reacts_to<confirmed_atom, bool>,
+    // A member holds a log of this stream written in `term` (its own).
+    caf::reacts_to<check_term_atom, std::uint64_t, std::string>,
+    // Writes that waited too long for their followers: their publishers are
+    // told to retry (the writes stay, and complete if confirmed later).
+    caf::reacts_to<stall_atom>>;
 
 }  // namespace tidings::actors
 

@@ -1,5 +1,7 @@
 #include "actors/hub_registry.hpp"
 
+#include "core/stream_name.hpp"
+
 namespace tidings::actors {
 
 hub_registry::hub_registry(caf::actor_system& sys, persistence::store& store,
@@ -123,6 +125,13 @@ hub_actor hub_registry::spawn_locked(const stream_key& key, bool unknown) {
       if (counted->exchange(false)) --unknown_;
     };
   }
+  // Publishable streams only: a watch's notices or a source's events are
+  // written with that watch's or source's local state, which restarts from
+  // a fresh baseline on a failover anyway (ADR 0017).
+  if (r && core::valid_stream_name(key.name)) {
+    cfg.replicator = [r, key](hub_actor hub) { return r->spawn_replicator(key, std::move(hub)); };
+    cfg.node_id = r->self_id();
+  }
   // Spawning under the lock is cheap (no I/O until the actor runs) and keeps
   // two threads from creating two hubs for one stream.
   bool pull = cfg.await_handoff;
@@ -161,6 +170,15 @@ std::optional<hub_actor> hub_registry::moved_hub(const stream_key& key) const {
   auto it = moved_.find(key);
   if (it == moved_.end()) return std::nullopt;
   return it->second;
+}
+
+void hub_registry::replace(const stream_key& key, const hub_actor& stale, const std::string& member) {
+  if (auto* r = router()) r->fenced(key, member);
+  std::lock_guard lock(mutex_);
+  if (auto it = hubs_.find(key); it != hubs_.end() && it->second.actor == stale) {
+    drop_locked(it);
+    moved_.erase(key);  // a fenced log is no one's to take
+  }
 }
 
 void hub_registry::forget_moved(const stream_key& key) {

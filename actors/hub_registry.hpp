@@ -50,6 +50,10 @@ class hub_registry {
   // wait for its last writes before handing the log over); nullopt if none.
   std::optional<hub_actor> moved_hub(const stream_key& key) const;
   void forget_moved(const stream_key& key);
+  // `stale`, the hub of `key`, was fenced by a newer term at `member`
+  // (ADR 0017): it is dropped like a moved one, and the next get() spawns a
+  // hub that pulls the log from there.
+  void replace(const stream_key& key, const hub_actor& stale, const std::string& member);
 
   // For a subscriber: makes sure the stream's hub exists. False when the
   // stream does not exist yet and max_unknown_streams such hubs are held.

@@ -40,6 +40,14 @@ class hub_router {
   // subscribe there, answer `req` (from any thread) and return true.
   virtual bool subscribe_elsewhere(const std::string& tenant, const std::string& stream,
                                    const source_subscribe_request_ptr& req) = 0;
+  // This node's member id.
+  virtual std::string self_id() = 0;
+  // Replication (ADR 0017): the log shipper of a hub this node just
+  // spawned for a stream it owns; nullopt when logs are not replicated.
+  virtual std::optional<replicator_actor> spawn_replicator(const stream_key& key, hub_actor hub) = 0;
+  // The hub of `key` here was fenced by a newer term `member` holds: the
+  // next hub pulls the log from there.
+  virtual void fenced(const stream_key& key, const std::string& member) = 0;
   // Blocks: up to `max` newest events of a stream another member owns, read
   // there (a watch's baseline). Only for detached actors, which may block;
   // nullopt when the owner did not answer within `timeout`.

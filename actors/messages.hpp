@@ -71,6 +71,10 @@ struct stream_handoff {
   // Called once the receiver has made it durable (the holder may then
   // delete its copy).
   std::function<void()> committed;
+  // No log came, and the receiver's own copy is a follower's that cannot
+  // be shown complete (ADR 0017): it is dropped and the stream starts a
+  // new epoch rather than reuse seqs another copy may have handed out.
+  bool fresh = false;
 };
 using stream_handoff_ptr = std::shared_ptr<const stream_handoff>;
 

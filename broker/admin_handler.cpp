@@ -274,11 +274,13 @@ route_result api::admin_streams(const caller& who, responder respond) {
   for (std::size_t i = 0; i < metas.size(); ++i)
     if (auto s = store_.approximate_event_bytes(metas[i].id, &bytes[i]); !s.ok())
       logging::warn("admin.size_unknown", {{"stream", metas[i].name}, {"error", s.message()}});
+  std::map<std::pair<std::string, std::string>, std::string> replication;
+  if (cluster_.replication) replication = cluster_.replication();
   admin_parts parts;
   parts.sessions = true;
   gather(admin_in_flight_, loop_.context(), sources_, watches_, shards_, parts,
          [respond = std::move(respond), metas = std::move(metas), bytes = std::move(bytes),
-          owner = node_.id](const admin_snapshot& s) {
+          replication = std::move(replication), owner = node_.id](const admin_snapshot& s) {
            std::map<std::pair<std::string, std::string>, std::uint64_t> subscribers;
            for (const auto& session : s.sessions)
              for (const auto& sel : session.streams) ++subscribers[{session.tenant, sel.stream}];
@@ -286,15 +288,21 @@ route_result api::admin_streams(const caller& who, responder respond) {
            for (std::size_t i = 0; i < metas.size(); ++i) {
              const auto& m = metas[i];
              auto it = subscribers.find({m.tenant, m.name});
-             rows.push_back({{"tenant", m.tenant},
-                             {"name", m.name},
-                             {"epoch", core::format_epoch(m.epoch)},
-                             {"head", core::format_cursor({m.epoch, m.head_seq})},
-                             {"first_seq", m.first_seq},
-                             {"events", m.head_seq + 1 - m.first_seq},
-                             {"subscribers", it == subscribers.end() ? 0 : it->second},
-                             {"owner", owner},
-                             {"bytes", bytes[i]}});
+             // A follower's copy of another member's log (ADR 0017) names that member.
+             bool follower = !m.term_owner.empty() && m.term_owner != owner;
+             json row{{"tenant", m.tenant},
+                      {"name", m.name},
+                      {"epoch", core::format_epoch(m.epoch)},
+                      {"head", core::format_cursor({m.epoch, m.head_seq})},
+                      {"first_seq", m.first_seq},
+                      {"events", m.head_seq + 1 - m.first_seq},
+                      {"subscribers", it == subscribers.end() ? 0 : it->second},
+                      {"owner", follower ? m.term_owner : owner},
+                      {"role", follower ? "follower" : "owner"},
+                      {"bytes", bytes[i]}};
+             if (auto r = replication.find({m.tenant, m.name}); r != replication.end())
+               row["replication"] = json::parse(r->second);
+             rows.push_back(std::move(row));
            }
            respond(json_response(200, with_partial({{"streams", std::move(rows)}}, s.partial)));
          });

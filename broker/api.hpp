@@ -78,6 +78,9 @@ struct cluster_hooks {
   std::function<void(actors::watch_start_request_ptr)> start_watch;
   std::function<void(actors::watch_list_request_ptr)> list_watches;
   std::function<void(actors::watch_stop_request_ptr)> stop_watch;
+  // Replication (ADR 0017): per (tenant, stream) this node owns or follows,
+  // a JSON object of its term and its followers' or its copy's state.
+  std::function<std::map<std::pair<std::string, std::string>, std::string>()> replication;
 };
 
 // The node as the admin API shows it, known once it listens.

@@ -2,6 +2,7 @@
 
 #include <caf/io/all.hpp>
 #include <charconv>
+#include <nlohmann/json.hpp>
 
 #include "cluster/ask.hpp"
 #include "cluster/atoms.hpp"
@@ -37,6 +38,8 @@ std::unique_ptr<cluster_member> cluster_member::start(
   }
   auto view = std::make_unique<cluster::cluster_view>(system, who.node_id, hubs, cfg.ring_events);
   view->set_sources(sources);
+  view->set_store(&store);
+  view->set_replication_settings({cfg.replication_factor, cfg.write_quorum});
   cluster::node_config ncfg;
   ncfg.self = {who.node_id, cfg.cluster_advertise.empty() ? *cfg.cluster_listen : cfg.cluster_advertise,
                who.http_address, who.incarnation, false};
@@ -85,6 +88,24 @@ cluster_hooks cluster_member::hooks() {
     read(tenant, stream, after_seq, max, std::move(done));
   };
   h.nodes = [this](std::function<void(std::optional<std::string>)> reply) { nodes(std::move(reply)); };
+  h.replication = [view] {
+    std::map<std::pair<std::string, std::string>, std::string> out;
+    for (const auto& [key, info] : view->replication_rows()) {
+      nlohmann::json row{{"role", info.role}, {"term", info.term}, {"head", info.head}};
+      if (info.role == "owner") {
+        row["acknowledged"] = info.acknowledged;
+        auto followers = nlohmann::json::array();
+        for (const auto& f : info.followers)
+          followers.push_back({{"node", f.node}, {"state", f.state}, {"confirmed", f.confirmed}});
+        row["followers"] = std::move(followers);
+      } else {
+        row["owner"] = info.owner;
+        row["in_sync"] = info.in_sync;
+      }
+      out[{key.tenant, key.name}] = row.dump();
+    }
+    return out;
+  };
   h.start_watch = [this](const actors::watch_start_request_ptr& req) {
     auto p = cluster::to_proto(req->spec);
     p.set_max_watches(req->max_watches);

@@ -193,6 +193,21 @@ const std::map<std::string, setter>& setters() {
       {"audit-log", set_audit_log},
       {"log-level", set_log_level},
       {"verbose", set_verbose},
+      {"replication-factor",
+       number<std::size_t>(1, 7, [](config& c, std::size_t v) { c.replication_factor = v; })},
+      {"write-quorum",
+       [](config& c, const std::string& v) -> std::optional<std::string> {
+         if (v == "all") {
+           c.write_quorum.reset();
+           return std::nullopt;
+         }
+         std::size_t n = 0;
+         auto [p, ec] = std::from_chars(v.data(), v.data() + v.size(), n);
+         if (ec != std::errc() || p != v.data() + v.size() || n > 6)
+           return "must be all or a number of followers from 0 to 6, got '" + v + "'";
+         c.write_quorum = n;
+         return std::nullopt;
+       }},
       {"cluster-private-network",
        [](config& c, const std::string& v) -> std::
                                                optional<std::string> {
@@ -326,6 +341,7 @@ std::string usage() {
          "                [--cluster-listen HOST:PORT] [--seeds HOST:PORT,...]\n"
          "                [--cluster-advertise HOST:PORT] [--advertise HOST:PORT]\n"
          "                [--cluster-private-network true|false]\n"
+         "                [--replication-factor N] [--write-quorum all|N]\n"
          "--check-config FILE validates FILE (with any other flags) and exits: 0 when\n"
          "it is valid, 2 with the offending setting named on stderr when not.\n"
          "Upstream sources are configured in the config file's upstreams: section,\n"
@@ -401,6 +417,12 @@ parse_outcome parse_config(const std::vector<std::string>& args) {
                   "true once only the nodes can reach it (docs/cluster.md)",
               false};
   }
+  if (c.write_quorum && *c.write_quorum + 1 > c.replication_factor)
+    return {std::nullopt,
+            "write-quorum: " + std::to_string(*c.write_quorum) + " followers, but replication-factor " +
+                std::to_string(c.replication_factor) + " keeps only " +
+                std::to_string(c.replication_factor - 1) + " (write-quorum counts followers, the owner aside)",
+            false};
   auto wildcard = [](const std::string& host_port) {
     auto host = host_port.substr(0, host_port.rfind(':'));
     return host == "0.0.0.0" || host == "::" || host == "[::]";

@@ -80,6 +80,11 @@ struct config {
   std::string advertise;                      // HTTP host:port clients are sent to; empty: listen
   // The operator vouches that only the nodes reach a non-loopback cluster port.
   bool cluster_private_network = false;
+  // Replication (ADR 0017): copies of each stream's log, the owner's
+  // included (1: none), and how many followers must hold a write before it
+  // is acknowledged (nullopt: every follower that is in sync).
+  std::size_t replication_factor = 2;
+  std::optional<std::size_t> write_quorum;
   // --check-config FILE: validate the configuration and exit, start nothing.
   bool check_only = false;
 };

@@ -48,6 +48,8 @@ http_response api::list_streams(const caller& who) {
   bool first = true;
   for (auto& m : metas) {
     if (m.tenant != who->who.tenant || !who->who.read.covers_prefix(m.name, "")) continue;
+    // A follower's copy of another member's log is not this node's stream (ADR 0017).
+    if (!m.term_owner.empty() && m.term_owner != node_.id) continue;
     if (!first) body += ',';
     first = false;
     body += stream_json(m);

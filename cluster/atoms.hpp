@@ -17,7 +17,7 @@ using close_atom = caf::atom_constant<caf::atom("cfeedclose")>;    // (actor rel
 using stats_atom = caf::atom_constant<caf::atom("cstats")>;        // () -> NodeStats
 using take_atom = caf::atom_constant<caf::atom("ctake")>;          // (TakeRequest) -> TakeReply
 using taken_atom = caf::atom_constant<caf::atom("ctaken")>;        // (tenant, stream, epoch): drop your copy
-using adopt_atom = caf::atom_constant<caf::atom("cadopt")>;        // (tenant, stream): pull it from me
+using adopt_atom = caf::atom_constant<caf::atom("cadopt")>;        // (tenant, stream, term): pull it from me
 using read_atom = caf::atom_constant<caf::atom("cread")>;          // (ReadRequest) -> TakeReply
 using srcsub_atom = caf::atom_constant<caf::atom("csrcsub")>;      // (SourceSubRequest) -> SourceSubReply
 using srcunsub_atom = caf::atom_constant<caf::atom("csrcunsub")>;  // (lease id)
@@ -32,6 +32,9 @@ using wstop_atom = caf::atom_constant<caf::atom("cwstop")>;          // (tenant,
 using wstop_here_atom = caf::atom_constant<caf::atom("cwstoph")>;    // (tenant, name) -> WatchStopReply
 using wcopy_atom = caf::atom_constant<caf::atom("cwcopy")>;  // (WatchCopies): the sender's watch specs
 using pins_atom = caf::atom_constant<caf::atom("cpins")>;    // (Pins): the sender's pinned streams
+// Replication (ADR 0017): a stream's owner -> its followers' node actors.
+using replicate_atom = caf::atom_constant<caf::atom("crepl")>;  // (ReplicaAppend) -> ReplicaReply
+using release_atom = caf::atom_constant<caf::atom("crelease")>;  // (ReplicaRelease) -> ""
 // owner node -> relay
 using page_atom = caf::atom_constant<caf::atom("cpage")>;  // (FeedPage)
 // local only
@@ -46,5 +49,9 @@ using drain_end_atom = caf::atom_constant<caf::atom("cdrainend")>;
 using settled_atom = caf::atom_constant<caf::atom("csettled")>;
 using rebalance_atom = caf::atom_constant<caf::atom("crebal")>;
 using copies_atom = caf::atom_constant<caf::atom("ccopies")>;  // (WatchCopies): this node's own
+using view_atom = caf::atom_constant<caf::atom("cview")>;         // membership changed (to shippers)
+using stop_atom = caf::atom_constant<caf::atom("cstop")>;         // a follower's copy stops following
+using written_atom = caf::atom_constant<caf::atom("cwritten")>;   // a follower's write is durable
+using deleted_atom = caf::atom_constant<caf::atom("cdeleted")>;   // a dropped copy is gone
 
 }  // namespace tidings::cluster

@@ -4,6 +4,7 @@
 
 #include "cluster/ask.hpp"
 #include "cluster/atoms.hpp"
+#include "cluster/log_shipper.hpp"
 #include "cluster/relay_actor.hpp"
 #include "cluster/wire.hpp"
 #include "core/placement.hpp"
@@ -162,8 +163,76 @@ membership_ptr cluster_view::current() const {
 }
 
 void cluster_view::update(membership_ptr m) {
+  std::vector<caf::actor_addr> shippers;
+  {
+    std::lock_guard lock(mutex_);
+    current_ = std::move(m);
+    std::erase_if(shippers_, [](const caf::actor_addr& a) { return !caf::actor_cast<caf::actor>(a); });
+    shippers = shippers_;
+  }
+  // Followers follow the membership (outside the lock: a send may run the
+  // receiver's code on this thread).
+  for (auto& a : shippers)
+    if (auto s = caf::actor_cast<shipper_actor>(a)) caf::anon_send(s, view_atom::value);
+}
+
+void cluster_view::set_replication_settings(replication_settings s) {
   std::lock_guard lock(mutex_);
-  current_ = std::move(m);
+  replication_ = s;
+}
+
+replication_settings cluster_view::replication() const {
+  std::lock_guard lock(mutex_);
+  return replication_;
+}
+
+std::optional<actors::replicator_actor> cluster_view::spawn_replicator(const actors::stream_key& key,
+                                                                       actors::hub_actor hub) {
+  auto settings = replication();
+  if (settings.factor < 2 || !store_) return std::nullopt;
+  shipper_config cfg;
+  cfg.stream = key;
+  cfg.hub = std::move(hub);
+  cfg.store = store_;
+  cfg.view = this;
+  cfg.replication_factor = settings.factor;
+  cfg.write_quorum = settings.write_quorum;
+  auto shipper = system_.spawn(log_shipper, std::move(cfg));
+  {
+    std::lock_guard lock(mutex_);
+    shippers_.push_back(shipper.address());
+  }
+  return caf::actor_cast<actors::replicator_actor>(shipper);
+}
+
+void cluster_view::fenced(const actors::stream_key& key, const std::string& member) {
+  std::lock_guard lock(mutex_);
+  fence_hints_[key] = member;
+}
+
+std::string cluster_view::take_fence_hint(const actors::stream_key& key) {
+  std::lock_guard lock(mutex_);
+  auto it = fence_hints_.find(key);
+  if (it == fence_hints_.end()) return {};
+  auto member = std::move(it->second);
+  fence_hints_.erase(it);
+  return member;
+}
+
+void cluster_view::set_replication(const actors::stream_key& key, replication_info info) {
+  std::lock_guard lock(mutex_);
+  replication_rows_[key] = std::move(info);
+}
+
+void cluster_view::erase_replication(const actors::stream_key& key, const caf::actor_addr& by) {
+  std::lock_guard lock(mutex_);
+  if (auto it = replication_rows_.find(key); it != replication_rows_.end() && it->second.by == by)
+    replication_rows_.erase(it);
+}
+
+std::map<actors::stream_key, replication_info> cluster_view::replication_rows() const {
+  std::lock_guard lock(mutex_);
+  return replication_rows_;
 }
 
 std::string cluster_view::owner_of(const std::string& tenant, const std::string& key) const {

@@ -37,6 +37,29 @@ struct membership {
 };
 using membership_ptr = std::shared_ptr<const membership>;
 
+// What this node knows of one stream's replication (ADR 0017), for the
+// admin views: as its owner (its followers) or as a follower (its copy).
+struct replication_info {
+  std::string role;  // "owner" or "follower"
+  std::uint64_t term = 0;
+  std::string owner;  // follower: whose log the copy is
+  std::uint64_t head = 0;
+  std::uint64_t acknowledged = 0;  // owner: held by the write quorum
+  bool in_sync = false;            // follower: the copy holds the whole log
+  struct follower_row {
+    std::string node;
+    std::string state;  // probing, catching_up, in_sync, releasing
+    std::uint64_t confirmed = 0;
+  };
+  std::vector<follower_row> followers;
+  caf::actor_addr by;  // the shipper or copy that wrote this row
+};
+
+struct replication_settings {
+  std::size_t factor = 2;                   // copies of each log, the owner's included
+  std::optional<std::size_t> write_quorum;  // followers per write; nullopt: all in sync
+};
+
 // A subscription this node's sessions and watches hold to a source that
 // runs on another member (their leases share it). When that member is lost
 // or drains, follow_sources() subscribes again where the source's stream
@@ -86,6 +109,7 @@ class cluster_view final : public actors::hub_router {
   bool set_pins(const std::string& holder, std::set<actors::stream_key> keys);
 
   std::string owner(const actors::stream_key& key) override;
+  std::string self_id() override { return current()->self_id; }
   bool taken_over(const actors::stream_key& key) override;
   actors::hub_actor spawn_relay(const actors::stream_key& key, const std::string& owner) override;
   void pull(const actors::stream_key& key, actors::hub_actor hub) override;
@@ -108,6 +132,21 @@ class cluster_view final : public actors::hub_router {
   // holders without us ("" when there is nobody else).
   std::string previous_holder(const std::string& tenant, const std::string& key) const;
 
+  // Replication (ADR 0017). The store is where shippers read catch-ups
+  // from (both set before the first hub).
+  void set_store(persistence::store* store) { store_ = store; }
+  void set_replication_settings(replication_settings s);
+  replication_settings replication() const;
+  std::optional<actors::replicator_actor> spawn_replicator(const actors::stream_key& key,
+                                                           actors::hub_actor hub) override;
+  void fenced(const actors::stream_key& key, const std::string& member) override;
+  // The member a fenced hub's successor pulls from (once), "" if none.
+  std::string take_fence_hint(const actors::stream_key& key);
+  void set_replication(const actors::stream_key& key, replication_info info);
+  // Only the row `by` wrote (a newer shipper or copy may have replaced it).
+  void erase_replication(const actors::stream_key& key, const caf::actor_addr& by);
+  std::map<actors::stream_key, replication_info> replication_rows() const;
+
  private:
   caf::actor_system& system_;
   actors::hub_registry& hubs_;
@@ -128,6 +167,12 @@ class cluster_view final : public actors::hub_router {
   std::map<actors::stream_key, unpinned> last_pinned_by_;
 
   void resubscribe(const std::shared_ptr<source_hold>& hold, const std::string& owner);
+
+  persistence::store* store_ = nullptr;
+  replication_settings replication_;
+  std::vector<caf::actor_addr> shippers_;  // told of every membership change
+  std::map<actors::stream_key, std::string> fence_hints_;
+  std::map<actors::stream_key, replication_info> replication_rows_;
 };
 
 }  // namespace tidings::cluster

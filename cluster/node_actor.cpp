@@ -454,8 +454,18 @@ caf::behavior node(node_actor* self, node_config cfg) {
       [self](taken_atom, const std::string& tenant, const std::string& stream, std::uint64_t epoch) {
         on_taken(self, {tenant, stream}, epoch);
       },
-      [self](adopt_atom, const std::string& tenant, const std::string& stream) {
-        self->state.cfg.hubs->get({tenant, stream});  // the hub pulls the log
+      [self](adopt_atom, const std::string& tenant, const std::string& stream, std::uint64_t term) {
+        // The hub pulls the log when it is new; one that runs already
+        // checks it is not older than the sender's (ADR 0017).
+        auto& st = self->state;
+        auto hub = st.cfg.hubs->get({tenant, stream});
+        if (auto it = st.ids.find(caf::actor_cast<caf::actor_addr>(self->current_sender())); it != st.ids.end())
+          caf::anon_send(hub, actors::check_term_atom::value, term, it->second);
+      },
+      [self](replicate_atom, const std::string& bytes) { return on_replicate(self, bytes); },
+      [self](release_atom, const std::string& bytes) { return on_release(self, bytes); },
+      [self](deleted_atom, const std::string& tenant, const std::string& stream) {
+        self->state.deleting.erase({tenant, stream});
       },
       [self](rebalance_atom, std::uint64_t generation) { on_rebalance(self, generation); },
       [self](read_atom, const std::string& bytes) {

@@ -20,6 +20,7 @@
 #include "cluster/cluster_view.hpp"
 #include "cluster/feed_sinks.hpp"
 #include "cluster/member_table.hpp"
+#include "cluster/replica_actor.hpp"
 #include "persistence/group_commit.hpp"
 #include "proto/cluster.pb.h"
 
@@ -69,6 +70,7 @@ struct node_state {
     std::string holder_id;
     std::chrono::steady_clock::time_point give_up_at;
     std::shared_ptr<actors::stream_handoff> log;
+    actors::stream_handoff_ptr fallback;  // what the hub gets when no log comes
   };
   std::map<std::uint64_t, std::shared_ptr<pull_job>> pulls;
   std::uint64_t rebalance_generation = 0;
@@ -102,6 +104,20 @@ struct node_state {
   std::string pins_sent;  // our Pins, as last sent to pins_peers
   std::set<caf::actor_addr> pins_peers;
   unsigned ticks = 0;  // every tenth sends copies and pins again, changed or not
+
+  // Replication (node_replicas.cpp): the copies this node keeps as a
+  // follower, and copies being dropped (appends wait until they are gone).
+  std::map<actors::stream_key, replica_actor> replicas;
+  std::set<actors::stream_key> deleting;
+};
+
+// This node's copy of a stream's log, as its follower left it.
+struct copy_status {
+  bool exists = false;
+  bool in_sync = false;  // a follower's copy its owner said was whole
+  std::string owner;     // whose log: this node's own id, or the owner it followed
+  std::uint64_t epoch = 0;
+  std::uint64_t head = 0;
 };
 
 using node_actor = caf::stateful_actor<node_state>;
@@ -149,6 +165,17 @@ void adopt_orphans(node_actor* self);
 // Draining: release every watch to its new owner and close every source,
 // then run `then`.
 void move_out(node_actor* self, std::function<void()> then);
+
+// node_replicas.cpp: followers' copies (ADR 0017).
+caf::result<std::string> on_replicate(node_actor* self, const std::string& bytes);
+caf::result<std::string> on_release(node_actor* self, const std::string& bytes);
+// Stops following `key` here (waiting for the copy's writes) and hands on
+// what the copy is; from the store when no follower runs.
+void with_copy_stopped(node_actor* self, const actors::stream_key& key, std::function<void(copy_status)> then);
+// Deletes this node's copy of `key` (appends are refused until it is gone).
+void drop_copy(node_actor* self, const persistence::stream_meta& meta);
+// Whether this node's copy of `meta` is a follower's (another member's log).
+bool is_follower_copy(node_actor* self, const persistence::stream_meta& meta);
 
 // node_watches.cpp: watches reachable from every member.
 caf::result<std::string> on_watch_start(node_actor* self, const std::string& bytes);

@@ -8,6 +8,7 @@
 #include "cluster/atoms.hpp"
 #include "cluster/node_actor.hpp"
 #include "cluster/wire.hpp"
+#include "core/placement.hpp"
 #include "logging/log.hpp"
 
 namespace tidings::cluster {
@@ -43,6 +44,7 @@ void finish_pull(self_ptr self, std::uint64_t token, std::shared_ptr<actors::str
                                            {"from", job->holder_id},
                                            {"events", static_cast<std::uint64_t>(log->events.size())}});
   }
+  if (!log) return caf::anon_send(job->hub, actors::adopt_atom::value, job->fallback);
   caf::anon_send(job->hub, actors::adopt_atom::value, actors::stream_handoff_ptr(std::move(log)));
 }
 
@@ -122,6 +124,8 @@ std::string read_chunk(self_ptr self, const actors::stream_key& key, std::uint64
   r.set_retention_count(meta->retention_count);
   r.set_retention_age_ms(meta->retention_age_ms);
   r.set_created_ms(meta->created_ms);
+  r.set_term(meta->term);
+  r.set_term_owner(meta->term_owner.empty() ? st.table.self().id : meta->term_owner);
   auto after = std::max(after_seq, meta->first_seq - 1);
   std::vector<persistence::stored_event> events;
   if (auto s = st.cfg.store->read_events(meta->id, after, meta->head_seq, max, &events); !s.ok()) {
@@ -156,24 +160,56 @@ std::string read_chunk(self_ptr self, const actors::stream_key& key, std::uint64
 namespace {
 
 void rebalance_now(self_ptr self);
+void answer_take(self_ptr self, caf::response_promise rp, const actors::stream_key& key, std::uint64_t after);
 
 }  // namespace
 
-void on_pull(self_ptr self, const actors::stream_key& key, const actors::hub_actor& hub) {
+namespace {
+
+// Replication (ADR 0017): a follower's copy whose owner is gone is the log,
+// when the owner said it was whole; the stream goes on from it in the same
+// epoch. Otherwise the log is pulled from the previous holder as before;
+// when none answers, this node's own log is kept, but a follower's copy
+// that cannot be shown whole is dropped for a new epoch (`fresh`).
+void pull_with(self_ptr self, const actors::stream_key& key, const actors::hub_actor& hub, const copy_status& copy) {
   auto& st = self->state;
-  auto holder_id = st.cfg.view->previous_holder(key.tenant, key.name);
+  const bool follower_copy = copy.exists && copy.owner != st.table.self().id;
+  auto m = st.cfg.view->current();
+  bool owner_gone = !std::binary_search(m->holders.begin(), m->holders.end(), copy.owner);
+  if (follower_copy && copy.in_sync && owner_gone) {
+    logging::info("cluster.stream_taken_over",
+                  {{"stream", key.name}, {"from", copy.owner}, {"epoch", core::format_epoch(copy.epoch)}, {"head", copy.head}});
+    return caf::anon_send(hub, actors::adopt_atom::value, actors::stream_handoff_ptr{});
+  }
+  actors::stream_handoff_ptr fallback;
+  if (follower_copy) {
+    auto fresh = std::make_shared<actors::stream_handoff>();
+    fresh->fresh = true;
+    fallback = std::move(fresh);
+  }
+  auto holder_id = st.cfg.view->take_fence_hint(key);
+  if (holder_id.empty() || !st.handles.contains(holder_id)) holder_id = st.cfg.view->previous_holder(key.tenant, key.name);
   auto handle = st.handles.find(holder_id);
   if (holder_id.empty() || handle == st.handles.end())
-    return caf::anon_send(hub, actors::adopt_atom::value, actors::stream_handoff_ptr{});
+    return caf::anon_send(hub, actors::adopt_atom::value, fallback);
   auto job = std::make_shared<node_state::pull_job>();
   job->stream = key;
   job->hub = hub;
   job->holder = handle->second;
   job->holder_id = holder_id;
   job->give_up_at = std::chrono::steady_clock::now() + retry_for;
+  job->fallback = std::move(fallback);
   auto token = st.next_token++;
   st.pulls.emplace(token, std::move(job));
   ask_holder(self, token, 0);
+}
+
+}  // namespace
+
+void on_pull(self_ptr self, const actors::stream_key& key, const actors::hub_actor& hub) {
+  // Whatever follower ran here for this stream stops writing first: the hub
+  // reads the store once it has the answer.
+  with_copy_stopped(self, key, [self, key, hub](copy_status copy) { pull_with(self, key, hub, copy); });
 }
 
 void on_pull_retry(self_ptr self, std::uint64_t token) {
@@ -198,18 +234,47 @@ caf::result<std::string> on_take(self_ptr self, const std::string& bytes) {
     none.set_status(proto::TakeReply::NONE);
     return none.SerializeAsString();
   }
-  auto moved = st.cfg.hubs->moved_hub(key);
-  if (!moved) return read_chunk(self, key, req.after_seq(), chunk_events);
-  // The hub this node had may still be writing: answer after its last write.
+  logging::debug("cluster.take_asked", {{"stream", key.name}, {"by", req.requester()}, {"after", req.after_seq()}});
+  if (req.after_seq() == 0) {
+    // A follower's copy is handed out only when its owner said it was
+    // whole (ADR 0017); one from before a restart cannot say.
+    auto rp = self->make_response_promise();
+    with_copy_stopped(self, key, [self, rp, key](copy_status copy) mutable {
+      logging::debug("cluster.take_copy", {{"stream", key.name}, {"exists", copy.exists}, {"in_sync", copy.in_sync}, {"owner", copy.owner}});
+      if (copy.exists && copy.owner != self->state.table.self().id && !copy.in_sync) {
+        proto::TakeReply none;
+        none.set_status(proto::TakeReply::NONE);
+        rp.deliver(none.SerializeAsString());
+        return;
+      }
+      answer_take(self, rp, key, 0);
+    });
+    return rp;
+  }
   auto rp = self->make_response_promise();
-  auto after = req.after_seq();
+  answer_take(self, rp, key, req.after_seq());
+  return rp;
+}
+
+namespace {
+
+void answer_take(self_ptr self, caf::response_promise rp, const actors::stream_key& key, std::uint64_t after) {
+  auto& st = self->state;
+  auto moved = st.cfg.hubs->moved_hub(key);
+  logging::debug("cluster.take_answer", {{"stream", key.name}, {"moved_hub", moved.has_value()}});
+  if (!moved) {
+    rp.deliver(read_chunk(self, key, after, chunk_events));
+    return;
+  }
+  // The hub this node had may still be writing: answer after its last write.
   self->request(*moved, st.cfg.request_timeout, actors::quiesce_atom::value)
       .then([self, rp, key, after](bool) mutable { rp.deliver(read_chunk(self, key, after, chunk_events)); },
             [self, rp, key, after](caf::error&) mutable {
               rp.deliver(read_chunk(self, key, after, chunk_events));
             });
-  return rp;
 }
+
+}  // namespace
 
 void on_taken(self_ptr self, const actors::stream_key& key, std::uint64_t epoch) {
   auto& st = self->state;
@@ -217,14 +282,9 @@ void on_taken(self_ptr self, const actors::stream_key& key, std::uint64_t epoch)
   if (auto s = st.cfg.store->get_stream(key.tenant, key.name, &meta);
       s.ok() && meta && meta->epoch == epoch && !st.cfg.hubs->pinned(key) &&
       !st.cfg.view->owner_of(key.tenant, key.name).empty()) {
-    // The new owner has it durable: this copy would only go stale.
-    persistence::write_set ws;
-    ws.meta_delete = std::make_pair(key.tenant, key.name);
-    ws.stream_id = meta->id;
-    ws.trim_before = meta->head_seq + 1;
-    st.cfg.committer->submit(std::move(ws), [name = key.name](const persistence::status& s) {
-      if (!s.ok()) logging::warn("cluster.drop_copy_failed", {{"stream", name}, {"error", s.message()}});
-    });
+    // The new owner has it durable: this copy would only go stale, unless
+    // it already follows the new owner (a follower runs here for it).
+    drop_copy(self, *meta);
     st.cfg.hubs->forget_moved(key);
   }
   if (st.draining) st.handed.insert(key);
@@ -248,17 +308,26 @@ void rebalance_now(self_ptr self) {
     return;
   }
   std::size_t asked = 0;
+  auto members = st.cfg.view->current();
+  auto factor = st.cfg.view->replication().factor;
   for (auto& m : metas) {
     if (st.cfg.hubs->pinned({m.tenant, m.name})) continue;
     auto owner = st.cfg.view->owner_of(m.tenant, m.name);
     if (owner.empty()) continue;
+    if (is_follower_copy(self, m)) {
+      // A follower's copy: its owner keeps it current. One this node no
+      // longer follows is dropped (unless a follower still runs for it).
+      auto followers = core::followers_of(members->live, owner, m.tenant, m.name, factor > 0 ? factor - 1 : 0);
+      if (std::find(followers.begin(), followers.end(), members->self_id) == followers.end()) drop_copy(self, m);
+      continue;
+    }
     auto handle = st.handles.find(owner);
     if (handle == st.handles.end()) continue;
     if (st.draining) {
       if (st.handed.contains({m.tenant, m.name})) continue;
       st.handing.insert({m.tenant, m.name});
     }
-    self->send(handle->second, adopt_atom::value, m.tenant, m.name);
+    self->send(handle->second, adopt_atom::value, m.tenant, m.name, m.term);
     ++asked;
   }
   if (asked > 0) logging::info("cluster.rebalance", {{"streams", static_cast<std::uint64_t>(asked)}});

@@ -55,6 +55,9 @@ void forward_fetch(self_ptr self, const actors::fetch_request_ptr& req) {
 // the subscriber's next fetch is served here once it reaches the ring.
 void fetch_from_owner(self_ptr self, const actors::fetch_request_ptr& req) {
   auto& st = self->state;
+  if (st.owner_lost) return st.waiting.push_back(req);  // the move that follows forwards it
+  auto token = st.next_request++;
+  st.fetching.emplace(token, req);
   proto::FetchRequest p;
   p.set_tenant(st.cfg.stream.tenant);
   p.set_stream(st.cfg.stream.name);
@@ -67,8 +70,9 @@ void fetch_from_owner(self_ptr self, const actors::fetch_request_ptr& req) {
   p.set_max_bytes(static_cast<std::uint32_t>(std::min<std::size_t>(req->max_bytes, 4 << 20)));
   self->request(st.cfg.owner, st.cfg.request_timeout, fetch_atom::value, p.SerializeAsString())
       .then(
-          [self, req](const std::string& bytes) {
+          [self, req, token](const std::string& bytes) {
             auto& st = self->state;
+            if (st.fetching.erase(token) == 0) return;  // handed on when the owner was lost
             if (st.moved) return forward_fetch(self, req);
             proto::FeedPage page;
             if (!parse(bytes, &page)) return reply(self, req, {}, fetch_status::resync, "owner_unreachable");
@@ -91,7 +95,8 @@ void fetch_from_owner(self_ptr self, const actors::fetch_request_ptr& req) {
             bool caught_up = st.open && r.epoch == st.epoch && last >= st.head;
             reply(self, req, std::move(r), caught_up ? fetch_status::caught_up : fetch_status::page);
           },
-          [self, req](caf::error& err) {
+          [self, req, token](caf::error& err) {
+            if (self->state.fetching.erase(token) == 0) return;
             if (self->state.moved) return forward_fetch(self, req);
             logging::warn("relay.fetch_failed", {{"stream", self->state.cfg.stream.name},
                                                  {"owner", self->state.cfg.owner_id},
@@ -218,6 +223,10 @@ void on_publish(self_ptr self, const actors::publish_request_ptr& req) {
     // Watches and sources keep their streams on their own node (ADR 0015).
     return req->reply({actors::publish_outcome::unavailable, {}, "not the stream's owner"});
   }
+  if (st.owner_lost)
+    return req->reply({actors::publish_outcome::unavailable, {}, "the stream's owner was lost; retry"});
+  auto token = st.next_request++;
+  st.publishing.emplace(token, req);
   proto::PublishRequest p;
   p.set_tenant(st.cfg.stream.tenant);
   p.set_stream(st.cfg.stream.name);
@@ -230,14 +239,16 @@ void on_publish(self_ptr self, const actors::publish_request_ptr& req) {
   }
   self->request(st.cfg.owner, st.cfg.request_timeout, publish_atom::value, p.SerializeAsString())
       .then(
-          [req](const std::string& bytes) {
+          [self, req, token](const std::string& bytes) {
+            if (self->state.publishing.erase(token) == 0) return;  // answered when the owner was lost
             proto::PublishReply r;
             if (!parse(bytes, &r))
               return req->reply(
                   {actors::publish_outcome::unavailable, {}, "the owner's reply was unreadable"});
             req->reply(from_proto(r));
           },
-          [self, req](caf::error& err) {
+          [self, req, token](caf::error& err) {
+            if (self->state.publishing.erase(token) == 0) return;
             // Unknown whether the owner stored it: the publisher retries
             // (with its Idempotency-Key, if it sent one).
             req->reply({actors::publish_outcome::unavailable,
@@ -271,7 +282,8 @@ void on_moved(self_ptr self) {
 // The open timer, or a reopen after the owner turned the feed away.
 void on_retry(self_ptr self, std::uint64_t attempt) {
   auto& st = self->state;
-  if (st.open || st.moved || attempt != st.attempt) return;
+  // A lost owner is followed by a move, which hands on what waits.
+  if (st.open || st.moved || st.owner_lost || attempt != st.attempt) return;
   // A reopen after being turned away keeps its subscribers waiting; only
   // an open that found no answer at all gives up on them.
   if (attempt != st.reopen_attempt && !st.waiting.empty()) {
@@ -283,10 +295,35 @@ void on_retry(self_ptr self, std::uint64_t attempt) {
   open_feed(self);
 }
 
+// The owner's node actor is down (its node was killed, hung past the
+// heartbeat timeout, or cut off): what is out there will never be answered.
+// Publishes hear "retry" at once (they may have been stored; a retry with
+// the same Idempotency-Key finds out), fetches wait for the move that
+// follows, which sends them to the stream's next owner.
+void on_owner_down(self_ptr self) {
+  auto& st = self->state;
+  if (st.owner_lost || st.moved) return;
+  st.owner_lost = true;
+  logging::debug("relay.owner_lost", {{"stream", st.cfg.stream.name}, {"owner", st.cfg.owner_id}});
+  std::map<std::uint64_t, actors::publish_request_ptr> publishing;
+  publishing.swap(st.publishing);
+  for (auto& [token, req] : publishing)
+    req->reply({actors::publish_outcome::unavailable,
+                {},
+                "the stream's owner (node " + st.cfg.owner_id +
+                    ") was lost before it answered; retry with the same Idempotency-Key"});
+  for (auto& [token, req] : st.fetching) st.waiting.push_back(req);
+  st.fetching.clear();
+}
+
 }  // namespace
 
 relay_actor::behavior_type relay(relay_actor::stateful_pointer<relay_state> self, relay_config cfg) {
   self->state.cfg = std::move(cfg);
+  if (self->state.cfg.owner) {
+    self->monitor(self->state.cfg.owner);
+    self->set_down_handler([self](caf::down_msg&) { on_owner_down(self); });
+  }
   open_feed(self);
   return {
       [self](actors::publish_atom, const actors::publish_request_ptr& req) { on_publish(self, req); },
@@ -298,6 +335,14 @@ relay_actor::behavior_type relay(relay_actor::stateful_pointer<relay_state> self
       [](actors::adopt_atom, const actors::stream_handoff_ptr&) {},
       [](actors::adopted_atom, const std::string&) {},
       [](actors::quiesce_atom) { return true; },
+      // A relay holds no log of its own: nothing to replicate or fence.
+      [](actors::replicated_atom, std::uint64_t) {},
+      [](actors::fenced_atom, const std::string&) {},
+      [](actors::writable_atom, bool, const std::string&) {},
+      [](actors::term_atom, std::uint64_t) {},
+      [](actors::confirmed_atom, bool) {},
+      [](actors::check_term_atom, std::uint64_t, const std::string&) {},
+      [](actors::stall_atom) {},
       [self](page_atom, const std::string& bytes) { on_page(self, bytes); },
       [self](retry_atom, std::uint64_t attempt) { on_retry(self, attempt); },
   };

@@ -15,6 +15,7 @@
 
 #include <chrono>
 #include <deque>
+#include <map>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -51,6 +52,13 @@ struct relay_state {
   std::uint64_t head = 0;
   std::deque<actors::frame_ptr> ring;
   std::vector<actors::fetch_request_ptr> waiting;
+  // The owner's node actor went down (its connection dropped): requests to
+  // it would only time out, so none go until this relay is moved.
+  bool owner_lost = false;
+  // Requests out at the owner, answered here if the owner is lost first.
+  std::uint64_t next_request = 1;
+  std::map<std::uint64_t, actors::publish_request_ptr> publishing;
+  std::map<std::uint64_t, actors::fetch_request_ptr> fetching;
   std::unordered_map<actors::fanout_sink*, std::pair<actors::fanout_sink_ptr, std::size_t>> sinks;
 };
 

@@ -113,6 +113,8 @@ persistence::stream_meta meta_of(const proto::TakeReply& r, const std::string& t
   m.retention_count = r.retention_count();
   m.retention_age_ms = r.retention_age_ms();
   m.created_ms = r.created_ms();
+  m.term = r.term();
+  m.term_owner = r.term_owner();
   return m;
 }
 

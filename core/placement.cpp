@@ -1,5 +1,8 @@
 #include "core/placement.hpp"
 
+#include <algorithm>
+#include <utility>
+
 namespace tidings::core {
 namespace {
 
@@ -46,6 +49,30 @@ std::string owner_of(std::span<const std::string> members, std::string_view tena
     }
   }
   return best ? *best : std::string{};
+}
+
+std::vector<std::string> ranked(std::span<const std::string> members, std::string_view tenant,
+                                std::string_view key) {
+  std::vector<std::pair<std::uint64_t, const std::string*>> scored;
+  scored.reserve(members.size());
+  for (const auto& m : members) scored.emplace_back(placement_score(m, tenant, key), &m);
+  std::sort(scored.begin(), scored.end(), [](const auto& a, const auto& b) {
+    return a.first != b.first ? a.first > b.first : *a.second < *b.second;
+  });
+  std::vector<std::string> out;
+  out.reserve(scored.size());
+  for (const auto& [score, m] : scored) out.push_back(*m);
+  return out;
+}
+
+std::vector<std::string> followers_of(std::span<const std::string> members, std::string_view owner,
+                                      std::string_view tenant, std::string_view key, std::size_t count) {
+  std::vector<std::string> out;
+  for (auto& m : ranked(members, tenant, key)) {
+    if (out.size() >= count) break;
+    if (m != owner) out.push_back(std::move(m));
+  }
+  return out;
 }
 
 }  // namespace tidings::core

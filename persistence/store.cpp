@@ -73,6 +73,8 @@ std::string serialize(const stream_meta& m) {
   p.set_retention_count(m.retention_count);
   p.set_retention_age_ms(m.retention_age_ms);
   p.set_created_ms(m.created_ms);
+  p.set_term(m.term);
+  p.set_term_owner(m.term_owner);
   return p.SerializeAsString();
 }
 
@@ -90,6 +92,8 @@ bool parse(std::string_view bytes, std::string tenant, std::string name, stream_
   out->retention_count = p.retention_count();
   out->retention_age_ms = p.retention_age_ms();
   out->created_ms = p.created_ms();
+  out->term = p.term();
+  out->term_owner = p.term_owner();
   return true;
 }
 
@@ -498,6 +502,9 @@ void store::add_to_batch(const write_set& ws, rocksdb::WriteBatch& batch) const 
     must(batch.Delete(families_[streams_cf], stream_key(ws.meta_delete->first, ws.meta_delete->second)));
   if (ws.meta)
     must(batch.Put(families_[streams_cf], stream_key(ws.meta->tenant, ws.meta->name), serialize(*ws.meta)));
+  if (ws.truncate_after)
+    must(batch.DeleteRange(families_[events_cf], event_key(ws.stream_id, *ws.truncate_after + 1),
+                           event_key(ws.stream_id, std::numeric_limits<std::uint64_t>::max())));
   for (const auto& ev : ws.events)
     must(batch.Put(families_[events_cf], event_key(ws.stream_id, ev.seq), serialize(ev.ev)));
   if (ws.trim_before > 0)

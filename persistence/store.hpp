@@ -48,6 +48,12 @@ struct stream_meta {
   std::uint64_t retention_count = 0;
   std::int64_t retention_age_ms = 0;
   std::int64_t created_ms = 0;
+  // Replication (ADR 0017): the ownership term the log was last written
+  // in, and the member that wrote it then. A copy whose term_owner is
+  // another member is a follower's copy; "" is this node's own (and what
+  // stores from before replication hold).
+  std::uint64_t term = 0;
+  std::string term_owner;
 };
 
 struct stored_event {
@@ -71,6 +77,9 @@ struct write_set {
   std::uint64_t stream_id = 0;
   std::vector<stored_event> events;  // appended under stream_id
   std::uint64_t trim_before = 0;     // if > 0: delete events [0, trim_before) of stream_id
+  // Delete the events after this seq (a follower dropping the tail an
+  // older term wrote and the new owner never had). Applied before `events`.
+  std::optional<std::uint64_t> truncate_after;
   std::vector<std::pair<std::string, idempotency_record>> idempotency;  // key -> record
   // Watch records ride in the same batch, so a notice and the cursor it
   // covers commit together (or not at all).

@@ -247,3 +247,20 @@ TEST_CASE("a reload applies webhook tokens live, other upstream changes need a r
   CHECK(plan.upstream_changes.removed == std::vector<std::string>{"resources"});
   CHECK_FALSE(plan.webhook_tokens);
 }
+
+TEST_CASE("replication-factor and write-quorum are checked against each other", "[config][replication]") {
+  auto c = parsed({});
+  CHECK(c.replication_factor == 2);
+  CHECK_FALSE(c.write_quorum);
+  c = parsed({"--replication-factor", "3", "--write-quorum", "2"});
+  CHECK(c.replication_factor == 3);
+  REQUIRE(c.write_quorum);
+  CHECK(*c.write_quorum == 2);
+  CHECK_FALSE(parsed({"--write-quorum", "all"}).write_quorum);
+  CHECK(parse_error({"--replication-factor", "0"}).find("replication-factor") != std::string::npos);
+  CHECK(parse_error({"--write-quorum", "most"}).find("must be all or a number") != std::string::npos);
+  // The owner is not a follower: factor 2 has one follower to count.
+  auto e = parse_error({"--replication-factor", "2", "--write-quorum", "2"});
+  CHECK(e.find("write-quorum") != std::string::npos);
+  CHECK(e.find("keeps only 1") != std::string::npos);
+}

@@ -1,5 +1,6 @@
-// A member that hangs (SIGSTOP: its sockets stay open, it just stops
-// answering) is noticed by the others through the middleman heartbeats
+// Without replication (--replication-factor 1; replication_fencing_test
+// covers the default): a member that hangs (SIGSTOP: its sockets stay
+// open, it just stops answering) is noticed by the others through the middleman heartbeats
 // (200 ms interval, 1 s connection timeout on every node): a survivor logs
 // cluster.member_down for it within a few seconds and lists it down, the
 // streams it owned move to the survivors (a session there is told
@@ -8,8 +9,6 @@
 
 #include <catch2/catch.hpp>
 
-#include <signal.h>
-#include <sys/types.h>
 
 #include <algorithm>
 #include <chrono>
@@ -24,6 +23,7 @@
 #include "tests/cluster/cluster_sessions.hpp"
 #include "tests/support/bounded_poll.hpp"
 #include "tests/support/cluster_nodes.hpp"
+#include "tests/support/hung_process.hpp"
 #include "tests/support/publishing.hpp"
 #include "tests/support/sse_reading.hpp"
 
@@ -39,29 +39,6 @@ using clock_type = std::chrono::steady_clock;
 long long ms_since(clock_type::time_point t) {
   return std::chrono::duration_cast<std::chrono::milliseconds>(clock_type::now() - t).count();
 }
-
-// SIGSTOPs a node and SIGCONTs it again when asked or, whatever happens,
-// when it goes out of scope: a node left stopped would answer nothing to
-// whatever the test (or a later step of the teardown) asks it. The
-// harness's SIGKILL works on a stopped process as well; this only makes
-// sure nothing before it waits on one.
-class hung_node {
- public:
-  explicit hung_node(pid_t pid) : pid_(pid) {
-    if (pid_ <= 0 || ::kill(pid_, SIGSTOP) != 0) throw std::runtime_error("cannot SIGSTOP the node");
-  }
-  ~hung_node() { resume(); }
-  hung_node(const hung_node&) = delete;
-  hung_node& operator=(const hung_node&) = delete;
-
-  void resume() {
-    if (pid_ > 0) ::kill(pid_, SIGCONT);
-    pid_ = -1;
-  }
-
- private:
-  pid_t pid_;
-};
 
 // What a survivor's admin view says of member `id`: its row, null if absent.
 json row_of(const json& view, const std::string& id) {
@@ -99,10 +76,10 @@ published publish_when_placed(const client::endpoint& ep, const std::string& str
 }  // namespace
 
 TEST_CASE(
-    "a hung owner (SIGSTOP) is marked down within 5 s, its streams move on with resync owner_changed, "
-    "and after SIGCONT all three members are alive again",
+    "without replication, a hung owner (SIGSTOP) is marked down within 5 s, its streams move on with "
+    "resync owner_changed, and after SIGCONT all three members are alive again",
     "[cluster][hung]") {
-  cluster_nodes cluster(3);
+  cluster_nodes cluster(3, {"--replication-factor", "1"});
   // The stream moves to the second node, not to the one the session is on:
   // the session's node then reaches the new owner through a relay, and the
   // two survivors notice the hang at different moments (each by its own
@@ -124,7 +101,7 @@ TEST_CASE(
   }
 
   std::ostringstream report;
-  hung_node hung(cluster.process(2).pid());
+  hung_process hung(cluster.process(2).pid());
   const auto stopped_at = clock_type::now();
 
   // The heartbeats notice the silence: 1 s without one, plus slack.

@@ -1,4 +1,5 @@
 #include <catch2/catch.hpp>
+#include <algorithm>
 #include <map>
 #include <string>
 #include <vector>
@@ -99,4 +100,49 @@ TEST_CASE("tenants are part of the key", "[placement]") {
     differ += owner_of(m, "tenant-a", key) != owner_of(m, "tenant-b", key);
   }
   CHECK(differ > 50);
+}
+
+TEST_CASE("ranked lists every member once, the owner first", "[placement][replication]") {
+  using tidings::core::ranked;
+  auto m = members(5);
+  for (int k = 0; k < 100; ++k) {
+    auto key = "r" + std::to_string(k);
+    auto order = ranked(m, "t", key);
+    REQUIRE(order.size() == m.size());
+    CHECK(order.front() == owner_of(m, "t", key));
+    std::vector<std::string> sorted = order;
+    std::sort(sorted.begin(), sorted.end());
+    CHECK(sorted == m);
+    // Each next member owns the key once those before it are gone.
+    std::vector<std::string> rest = m;
+    for (const auto& id : order) {
+      CHECK(owner_of(rest, "t", key) == id);
+      rest.erase(std::find(rest.begin(), rest.end(), id));
+    }
+  }
+  CHECK(ranked({}, "t", "k").empty());
+}
+
+TEST_CASE("a lost owner's first follower is the key's next owner", "[placement][replication]") {
+  using tidings::core::followers_of;
+  auto m = members(4);
+  for (int k = 0; k < 200; ++k) {
+    auto key = "f" + std::to_string(k);
+    auto owner = owner_of(m, "t", key);
+    auto followers = followers_of(m, owner, "t", key, 2);
+    REQUIRE(followers.size() == 2);
+    CHECK(std::find(followers.begin(), followers.end(), owner) == followers.end());
+    std::vector<std::string> survivors;
+    for (const auto& id : m)
+      if (id != owner) survivors.push_back(id);
+    CHECK(owner_of(survivors, "t", key) == followers.front());
+  }
+  // Fewer members than asked for: everyone else.
+  auto two = members(2);
+  auto owner = owner_of(two, "t", "x");
+  CHECK(followers_of(two, owner, "t", "x", 3).size() == 1);
+  // An owner that is not the top-ranked (a pinned stream) is skipped, not counted.
+  auto order = tidings::core::ranked(m, "t", "x");
+  auto f = followers_of(m, order[2], "t", "x", 2);
+  CHECK(f == std::vector<std::string>{order[0], order[1]});
 }

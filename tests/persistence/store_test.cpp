@@ -422,3 +422,37 @@ TEST_CASE("approximate_event_bytes counts one stream's events, memtable included
   CHECK(docs > next);
   CHECK(empty == 0);
 }
+
+TEST_CASE("truncate_after drops a tail and the same set writes its replacement", "[store][replication]") {
+  temp_dir tmp;
+  auto db = open_store(tmp.db());
+  group_committer gc(*db);
+  REQUIRE(commit(gc, append(3, "docs", 1, 10)).ok());
+  REQUIRE(commit(gc, append(4, "next", 1, 10)).ok());
+
+  // A new term's owner had only up to 6: 7..10 go, its 7 and 8 come in.
+  write_set ws = append(3, "docs", 7, 8);
+  ws.truncate_after = 6;
+  ws.meta->term = 4;
+  ws.meta->term_owner = "node-b";
+  for (auto& e : ws.events) e.ev.data_json = "{\"term\":4}";
+  REQUIRE(commit(gc, std::move(ws)).ok());
+
+  auto kept = read(*db, 3, 0, 1000, 1000);
+  REQUIRE(kept.size() == 8);
+  for (std::size_t i = 0; i < 6; ++i) check_event(kept[i], 1 + i);
+  CHECK(kept[6].ev.data_json == "{\"term\":4}");
+  CHECK(kept[7].seq == 8);
+  CHECK(read(*db, 4, 0, 1000, 1000).size() == 10);  // the next stream is untouched
+
+  // The term and its owner survive a reopen.
+  gc.stop();
+  db.reset();
+  db = open_store(tmp.db());
+  std::optional<stream_meta> meta;
+  REQUIRE(db->get_stream("default", "docs", &meta).ok());
+  REQUIRE(meta);
+  CHECK(meta->term == 4);
+  CHECK(meta->term_owner == "node-b");
+  CHECK(meta->head_seq == 8);
+}

@@ -1,0 +1,490 @@
+#include "cluster/log_shipper.hpp"
+
+#include <algorithm>
+
+#include "cluster/cluster_view.hpp"
+#include "cluster/wire.hpp"
+#include "core/placement.hpp"
+#include "logging/log.hpp"
+#include "proto/cluster.pb.h"
+
+namespace tidings::cluster {
+namespace {
+
+using self_ptr = shipper_actor::stateful_pointer<shipper_state>;
+using phase = shipper_state::phase;
+using follower = shipper_state::follower;
+
+constexpr auto min_pause = std::chrono::milliseconds(100);
+constexpr auto max_pause = std::chrono::milliseconds(2000);
+
+const char* phase_name(phase p) {
+  switch (p) {
+    case phase::probing:
+      return "probing";
+    case phase::catching_up:
+      return "catching_up";
+    case phase::in_sync:
+      return "in_sync";
+    case phase::releasing:
+      return "releasing";
+  }
+  return "?";
+}
+
+// What the admin views show of this stream's replication.
+void publish_state(self_ptr self) {
+  auto& st = self->state;
+  replication_info info;
+  info.role = "owner";
+  info.by = self->address();
+  info.term = st.meta.term;
+  info.head = st.shipped;
+  info.acknowledged = st.quorum ? st.quorum->acknowledged() : st.shipped;
+  info.in_sync = true;
+  for (const auto& [id, f] : st.followers)
+    info.followers.push_back({id, phase_name(f.at), st.quorum ? st.quorum->confirmed(id) : 0});
+  st.cfg.view->set_replication(st.cfg.stream, std::move(info));
+}
+
+void report(self_ptr self) {
+  auto& st = self->state;
+  if (!st.quorum || st.fenced) return;
+  auto ack = st.quorum->acknowledged();
+  // Only as far as a follower answered us after it, unless this node is
+  // alone with nobody lost (a cluster shrunk by drains): followers that
+  // went away since a write was shipped do not make it acknowledged.
+  if (!st.alone) ack = std::min(ack, st.evidence);
+  if (ack > st.reported) {
+    st.reported = ack;
+    self->send(st.cfg.hub, actors::replicated_atom::value, ack);
+  }
+}
+
+// A stream with followers configured but none reachable while members are
+// lost may be the cut-off side of a split: it takes no writes (ADR 0017).
+// A numeric write quorum also needs that many followers in sync.
+void report_writable(self_ptr self, bool cut_off) {
+  auto& st = self->state;
+  bool ok = !cut_off && st.quorum && st.quorum->can_acknowledge();
+  std::string why;
+  if (cut_off)
+    why = "no follower of this stream is reachable and members are lost: this node may be cut off from "
+          "the cluster; retry";
+  else if (!ok)
+    why = "fewer followers are in sync than the write quorum (" + std::to_string(*st.cfg.write_quorum) +
+          ") needs; retry";
+  if (st.writable_sent == ok && st.unwritable_sent == why) return;
+  if (!ok) logging::warn("replication.unwritable", {{"stream", st.cfg.stream.name}, {"reason", why}});
+  st.writable_sent = ok;
+  st.unwritable_sent = why;
+  self->send(st.cfg.hub, actors::writable_atom::value, ok, why);
+}
+
+// Tells the hub whether every follower has answered in its term.
+void report_confirmed(self_ptr self) {
+  auto& st = self->state;
+  bool confirmed = st.unconfirmed.empty();
+  if (st.confirmed_sent == confirmed) return;
+  st.confirmed_sent = confirmed;
+  self->send(st.cfg.hub, actors::confirmed_atom::value, confirmed);
+}
+
+proto::ReplicaAppend append_header(const shipper_state& st) {
+  proto::ReplicaAppend a;
+  a.set_tenant(st.cfg.stream.tenant);
+  a.set_stream(st.cfg.stream.name);
+  a.set_owner(st.self_id);
+  a.set_term(st.meta.term);
+  a.set_epoch(st.meta.epoch);
+  a.set_first_seq(st.meta.first_seq);
+  a.set_retention_count(st.meta.retention_count);
+  a.set_retention_age_ms(st.meta.retention_age_ms);
+  a.set_created_ms(st.meta.created_ms);
+  a.set_base_term(st.base.term);
+  a.set_base_owner(st.base.owner);
+  a.set_base_head(st.base.head);
+  return a;
+}
+
+void add_events(proto::ReplicaAppend& a, const std::vector<persistence::stored_event>& events) {
+  for (const auto& e : events) {
+    auto* w = a.add_events();
+    w->set_seq(e.seq);
+    w->set_path(e.ev.path);
+    w->set_type(e.ev.type);
+    w->set_data_json(e.ev.data_json);
+    w->set_time_ms(e.ev.time_ms);
+  }
+}
+
+void add_keys(proto::ReplicaAppend& a,
+              const std::vector<std::pair<std::string, persistence::idempotency_record>>& keys) {
+  for (const auto& [key, rec] : keys) {
+    auto* k = a.add_idempotency();
+    k->set_key(key);
+    k->set_first_seq(rec.first_seq);
+    k->set_count(rec.count);
+    k->set_time_ms(rec.time_ms);
+  }
+}
+
+void on_reply(self_ptr self, const std::string& id, std::uint64_t generation, bool catch_up,
+              std::uint64_t shipped_then, const proto::ReplicaReply& r);
+void on_failure(self_ptr self, const std::string& id, std::uint64_t generation, const std::string& why);
+
+void send(self_ptr self, const std::string& id, follower& f, const proto::ReplicaAppend& a, bool catch_up) {
+  auto& st = self->state;
+  if (catch_up) f.busy = true;
+  auto generation = f.generation;
+  auto shipped_then = st.shipped;
+  self->request(f.node, st.cfg.request_timeout, replicate_atom::value, a.SerializeAsString())
+      .then(
+          [self, id, generation, catch_up, shipped_then](const std::string& bytes) {
+            proto::ReplicaReply r;
+            if (!r.ParseFromString(bytes)) return on_failure(self, id, generation, "unreadable reply");
+            on_reply(self, id, generation, catch_up, shipped_then, r);
+          },
+          [self, id, generation](caf::error& err) {
+            on_failure(self, id, generation, self->system().render(err));
+          });
+}
+
+// An append of `batch` (a write as the hub shipped it).
+proto::ReplicaAppend append_of(const shipper_state& st, const actors::replica_batch& batch, bool reset) {
+  auto a = append_header(st);
+  a.set_prev_seq(batch.prev_seq);
+  a.set_first_seq(batch.meta.first_seq);
+  a.set_synced(true);
+  a.set_reset(reset);
+  add_events(a, batch.events);
+  add_keys(a, batch.idempotency);
+  return a;
+}
+
+void ship_to(self_ptr self, const std::string& id, follower& f, const actors::replica_batch& batch) {
+  auto& st = self->state;
+  // A follower with another epoch gets the log from its start: a new
+  // stream's first write, or its first write after a fresh epoch.
+  bool reset = f.epoch != batch.meta.epoch;
+  if (reset && batch.prev_seq + 1 != batch.meta.first_seq) {
+    // Cannot start its copy from here: catch it up instead.
+    f.at = phase::probing;
+    st.quorum->set_in_sync(id, false);
+    return;
+  }
+  f.epoch = batch.meta.epoch;
+  send(self, id, f, append_of(st, batch, reset), false);
+}
+
+void mark_in_sync(self_ptr self, const std::string& id, follower& f) {
+  auto& st = self->state;
+  if (f.at != phase::in_sync)
+    logging::info("replication.follower_in_sync",
+                  {{"stream", st.cfg.stream.name}, {"node", id}, {"head", st.shipped}});
+  f.at = phase::in_sync;
+  f.pause = std::chrono::milliseconds(0);
+  st.quorum->set_in_sync(id, true);
+  publish_state(self);
+}
+
+// The next step of bringing follower `id` to this node's log.
+void catch_up(self_ptr self, const std::string& id) {
+  auto& st = self->state;
+  auto it = st.followers.find(id);
+  if (it == st.followers.end()) return;
+  auto& f = it->second;
+  if (f.busy || f.at == phase::releasing || f.at == phase::in_sync || st.fenced) return;
+  if (st.meta.epoch == 0) {
+    // No log yet: nothing to copy; the first write starts it.
+    return mark_in_sync(self, id, f);
+  }
+  auto a = append_header(st);
+  bool reset = f.epoch != st.meta.epoch || f.head + 1 < st.meta.first_seq || f.head > st.shipped;
+  std::uint64_t after = reset ? st.meta.first_seq - 1 : f.head;
+  if (!reset && after == st.shipped) {
+    // It holds everything: live from here, and it knows.
+    mark_in_sync(self, id, f);
+    a.set_prev_seq(after);
+    a.set_synced(true);
+    return send(self, id, f, a, false);
+  }
+  if (!reset && !st.window.empty() && st.window.front()->prev_seq <= after) {
+    // The rest is still in memory: send it as the live writes it was.
+    mark_in_sync(self, id, f);
+    for (const auto& b : st.window)
+      if (b->meta.head_seq > after) send(self, id, f, append_of(st, *b, false), false);
+    return;
+  }
+  // From the store, up to what is durable here and not in the window.
+  auto up_to = std::min(st.local, st.window.empty() ? st.shipped : st.window.front()->prev_seq);
+  if (after >= up_to) return;  // local() brings more
+  std::vector<persistence::stored_event> events;
+  if (auto s = st.cfg.store->read_events(st.meta.id, after, up_to, st.cfg.chunk_events, &events); !s.ok()) {
+    logging::error("replication.read_failed", {{"stream", st.cfg.stream.name}, {"error", s.message()}});
+    return;
+  }
+  if (events.empty() || events.front().seq != after + 1) {
+    // Trimmed meanwhile: start its copy again from what is retained.
+    f.epoch = 0;
+    return catch_up(self, id);
+  }
+  a.set_prev_seq(after);
+  a.set_reset(reset);
+  add_events(a, events);
+  if (!f.keys_sent) {
+    // The keys of the epoch it has not seen, so a retry is answered there too.
+    std::vector<std::pair<std::string, persistence::idempotency_record>> keys;
+    if (st.cfg.store->list_idempotency(st.meta.id, 10 * st.cfg.chunk_events, &keys).ok()) {
+      std::erase_if(keys, [&](const auto& k) { return k.second.epoch != st.meta.epoch || k.second.first_seq <= after; });
+      add_keys(a, keys);
+    }
+    f.keys_sent = true;
+  }
+  if (f.at == phase::probing) f.at = phase::catching_up;
+  send(self, id, f, a, true);
+}
+
+// Asks `id` where its copy stands (an empty append at our head); its
+// answer starts the catch-up.
+void probe(self_ptr self, const std::string& id) {
+  auto& st = self->state;
+  auto it = st.followers.find(id);
+  if (it == st.followers.end() || st.fenced) return;
+  auto& f = it->second;
+  ++f.generation;
+  f.busy = false;
+  f.keys_sent = false;
+  if (f.at != phase::releasing) f.at = phase::probing;
+  auto a = append_header(st);
+  a.set_prev_seq(st.shipped);
+  send(self, id, f, a, true);
+}
+
+void pause_then_probe(self_ptr self, const std::string& id, follower& f) {
+  f.pause = std::clamp(f.pause * 2, min_pause, max_pause);
+  f.busy = true;  // nothing else goes out until the probe
+  ++f.generation;
+  self->delayed_send(self, f.pause, retry_atom::value, id, f.generation);
+}
+
+void fence(self_ptr self, const std::string& by) {
+  auto& st = self->state;
+  if (st.fenced) return;
+  st.fenced = true;
+  logging::warn("replication.fenced", {{"stream", st.cfg.stream.name}, {"term", st.meta.term}, {"by", by}});
+  self->send(st.cfg.hub, actors::fenced_atom::value, by);
+}
+
+void on_reply(self_ptr self, const std::string& id, std::uint64_t generation, bool catch_up_reply,
+              std::uint64_t shipped_then, const proto::ReplicaReply& r) {
+  auto& st = self->state;
+  auto it = st.followers.find(id);
+  if (it == st.followers.end() || st.fenced) return;
+  auto& f = it->second;
+  if (generation != f.generation) return;
+  if (catch_up_reply) f.busy = false;
+  if (r.status() == proto::ReplicaReply::OK || r.status() == proto::ReplicaReply::GAP) {
+    // It took this term (or will, once caught up): not a newer one, and
+    // it sees this node as the owner.
+    st.unconfirmed.erase(id);
+    st.evidence = std::max(st.evidence, shipped_then);
+    report_confirmed(self);
+  }
+  switch (r.status()) {
+    case proto::ReplicaReply::OK:
+      f.epoch = r.epoch();
+      f.head = r.head();
+      if (r.epoch() == st.meta.epoch) st.quorum->confirm(id, r.head());
+      // A probe or a step that did not reach our head: go on.
+      if (f.at != phase::in_sync) catch_up(self, id);
+      report(self);
+      break;
+    case proto::ReplicaReply::GAP:
+      // It says itself that it is behind: nothing waits for it any more.
+      f.epoch = r.epoch();
+      f.head = r.head();
+      st.quorum->set_in_sync(id, false);
+      ++f.generation;  // answers to writes sent before this are moot
+      f.busy = false;
+      f.at = phase::catching_up;
+      f.keys_sent = false;
+      publish_state(self);
+      catch_up(self, id);
+      report(self);
+      break;
+    case proto::ReplicaReply::FENCED: {
+      auto m = st.cfg.view->current();
+      const auto& writer = r.term_owner();
+      if (writer != st.self_id && m->node_of(writer)) return fence(self, writer);
+      // A term a lost member (or this node, before) reached: go past it.
+      st.meta.term = std::max(st.meta.term, r.term()) + 1;
+      logging::info("replication.term_raised", {{"stream", st.cfg.stream.name}, {"term", st.meta.term}});
+      self->send(st.cfg.hub, actors::term_atom::value, st.meta.term);
+      for (auto& [other, g] : st.followers) probe(self, other);
+      break;
+    }
+    case proto::ReplicaReply::REFUSED:
+      logging::debug("replication.refused", {{"stream", st.cfg.stream.name}, {"node", id}, {"why", r.error()}});
+      if (f.at == phase::in_sync) f.at = phase::probing;
+      pause_then_probe(self, id, f);
+      break;
+    default:
+      on_failure(self, id, generation, "unknown reply status");
+  }
+}
+
+// No answer: the follower stays required (it may hold the writes); it is
+// probed again after a pause, and is dropped only when it is lost.
+void on_failure(self_ptr self, const std::string& id, std::uint64_t generation, const std::string& why) {
+  auto& st = self->state;
+  auto it = st.followers.find(id);
+  if (it == st.followers.end() || st.fenced) return;
+  auto& f = it->second;
+  if (generation != f.generation) return;
+  logging::warn("replication.no_answer", {{"stream", st.cfg.stream.name}, {"node", id}, {"error", why}});
+  if (f.at == phase::in_sync) f.at = phase::probing;
+  pause_then_probe(self, id, f);
+}
+
+void release(self_ptr self, const std::string& id, follower& f) {
+  auto& st = self->state;
+  f.at = phase::releasing;
+  st.unconfirmed.erase(id);
+  report_confirmed(self);
+  ++f.generation;
+  proto::ReplicaRelease r;
+  r.set_tenant(st.cfg.stream.tenant);
+  r.set_stream(st.cfg.stream.name);
+  r.set_owner(st.self_id);
+  self->request(f.node, st.cfg.request_timeout, release_atom::value, r.SerializeAsString())
+      .then(
+          [self, id](const std::string&) {
+            // It dropped its copy: nothing waits for it.
+            auto& st = self->state;
+            if (auto it = st.followers.find(id); it != st.followers.end() && it->second.at == phase::releasing) {
+              st.followers.erase(it);
+              st.quorum->remove(id);
+              st.unconfirmed.erase(id);
+              report_confirmed(self);
+              publish_state(self);
+              report(self);
+            }
+          },
+          [](caf::error&) {});  // kept until it answers or is lost (the next view)
+}
+
+// Followers as the membership says now.
+void refresh(self_ptr self) {
+  auto& st = self->state;
+  if (!st.begun || st.fenced) return;
+  auto m = st.cfg.view->current();
+  st.self_id = m->self_id;
+  auto wanted = core::followers_of(m->live, st.self_id, st.cfg.stream.tenant, st.cfg.stream.name,
+                                   st.cfg.replication_factor - 1);
+  for (auto it = st.followers.begin(); it != st.followers.end();) {
+    auto node = m->node_of(it->first);
+    bool keep = std::find(wanted.begin(), wanted.end(), it->first) != wanted.end();
+    if (!node) {
+      // Lost: a follower that is gone waits for nothing (and holds nothing we count).
+      logging::info("replication.follower_lost", {{"stream", st.cfg.stream.name}, {"node", it->first}});
+      st.quorum->remove(it->first);
+      st.unconfirmed.erase(it->first);
+      it = st.followers.erase(it);
+      continue;
+    }
+    if (node != it->second.node) {
+      // It restarted: a new life, probed afresh (its copy may be behind).
+      it->second.node = node;
+      if (keep) {
+        st.unconfirmed.insert(it->first);
+        probe(self, it->first);
+      }
+    }
+    if (!keep && it->second.at != phase::releasing) release(self, it->first, it->second);
+    ++it;
+  }
+  for (const auto& id : wanted) {
+    if (st.followers.contains(id)) continue;
+    auto node = m->node_of(id);
+    if (!node) continue;
+    follower f;
+    f.node = node;
+    st.followers.emplace(id, std::move(f));
+    st.quorum->add(id);
+    st.unconfirmed.insert(id);
+    probe(self, id);
+  }
+  report_confirmed(self);
+  bool cut_off = wanted.empty() && st.cfg.replication_factor >= 2 && !m->lost.empty();
+  st.alone = wanted.empty() && m->lost.empty();
+  report_writable(self, cut_off);
+  publish_state(self);
+  report(self);
+}
+
+void on_begin(self_ptr self, const actors::replica_start_ptr& start) {
+  auto& st = self->state;
+  st.begun = true;
+  st.meta = start->meta;
+  st.base = start->base;
+  st.shipped = st.local = st.reported = st.evidence = st.meta.head_seq;
+  st.quorum.emplace(st.meta.head_seq, st.cfg.write_quorum);
+  logging::debug("replication.begun",
+                 {{"stream", st.cfg.stream.name}, {"term", st.meta.term}, {"head", st.meta.head_seq}});
+  refresh(self);
+}
+
+void on_ship(self_ptr self, const actors::replica_batch_ptr& batch) {
+  auto& st = self->state;
+  if (!st.begun || st.fenced) return;
+  auto term = st.meta.term;
+  if (batch->meta.epoch != st.meta.epoch) {
+    // A new stream (or epoch) starts: the window of the old one is moot.
+    st.window.clear();
+    st.local = batch->prev_seq;
+  }
+  st.meta = batch->meta;
+  st.meta.term = std::max(term, batch->meta.term);
+  st.shipped = batch->meta.head_seq;
+  st.window.push_back(batch);
+  if (!batch->events.empty()) st.quorum->shipped(batch->events.back().seq);
+  for (auto& [id, f] : st.followers)
+    if (f.at == phase::in_sync) ship_to(self, id, f, *batch);
+  // A follower that just fell out (ship_to) is probed now.
+  for (auto& [id, f] : st.followers)
+    if (f.at == phase::probing && !f.busy) probe(self, id);
+  report(self);
+}
+
+void on_local(self_ptr self, std::uint64_t seq) {
+  auto& st = self->state;
+  st.local = std::max(st.local, seq);
+  while (!st.window.empty() && st.window.front()->meta.head_seq <= st.local) st.window.pop_front();
+  for (auto& [id, f] : st.followers)
+    if (f.at == phase::catching_up && !f.busy) catch_up(self, id);
+}
+
+}  // namespace
+
+shipper_actor::behavior_type log_shipper(shipper_actor::stateful_pointer<shipper_state> self,
+                                         shipper_config cfg) {
+  self->state.cfg = std::move(cfg);
+  self->attach_functor([view = self->state.cfg.view, key = self->state.cfg.stream, addr = self->address()] {
+    view->erase_replication(key, addr);
+  });
+  return {
+      [self](actors::begin_atom, const actors::replica_start_ptr& start) { on_begin(self, start); },
+      [self](actors::ship_atom, const actors::replica_batch_ptr& batch) { on_ship(self, batch); },
+      [self](actors::local_atom, std::uint64_t seq) { on_local(self, seq); },
+      [self](view_atom) { refresh(self); },
+      [self](retry_atom, const std::string& id, std::uint64_t generation) {
+        auto& st = self->state;
+        auto it = st.followers.find(id);
+        if (it == st.followers.end() || it->second.generation != generation) return;
+        probe(self, id);
+      },
+  };
+}
+
+}  // namespace tidings::cluster

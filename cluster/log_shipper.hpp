@@ -1,0 +1,105 @@
+#pragma once
+
+// The owner's side of replication (ADR 0017): one shipper per stream this
+// node owns, spawned with its hub. It keeps the stream's followers (the
+// next replication_factor - 1 members in rendezvous order) holding the log:
+// every write the hub ships goes to the followers that are in sync, and a
+// follower that is new or behind is caught up from this node's log in the
+// background (from the store, then from the writes still in memory) while
+// publishes go on. It tells the hub how far the write quorum holds the log.
+//
+// Each follower, as this shipper sees it:
+//
+//   probing ──OK at our head──────────────────────────────> in sync
+//      │  └──GAP (its copy ends earlier)──> catching up ──reached us──┘
+//      └──REFUSED, timeout──> probing again after a pause
+//   in sync ──GAP, REFUSED, timeout──> probing      any ──not a follower any more──> releasing
+//
+// A write counts as held once the quorum holds it and some follower has
+// answered a message sent after it in this term (`evidence`).
+//
+// A follower that says FENCED holds a newer term: if that term's writer is
+// a live member, the hub is stale and is fenced; if it was a lost member
+// (or this node in an earlier life), the term moves past it.
+
+#include <chrono>
+#include <cstdint>
+#include <deque>
+#include <map>
+#include <optional>
+#include <set>
+#include <string>
+
+#include "actors/hub_actor.hpp"
+#include "actors/replication.hpp"
+#include "cluster/atoms.hpp"
+#include "core/replica_quorum.hpp"
+
+namespace tidings::cluster {
+
+class cluster_view;
+
+using shipper_actor = actors::replicator_actor::extend<
+    // The membership changed: followers may come or go.
+    caf::reacts_to<view_atom>,
+    // A follower's pause before it is probed again is over (id, generation).
+    caf::reacts_to<retry_atom, std::string, std::uint64_t>>;
+
+struct shipper_config {
+  actors::stream_key stream;
+  actors::hub_actor hub;
+  persistence::store* store = nullptr;
+  cluster_view* view = nullptr;
+  std::size_t replication_factor = 2;
+  std::optional<std::size_t> write_quorum;  // nullopt: every in-sync follower
+  std::chrono::milliseconds request_timeout{5000};
+  std::size_t chunk_events = 1000;  // per catch-up append
+};
+
+struct shipper_state {
+  static inline const char* name = "log-shipper";
+
+  enum class phase { probing, catching_up, in_sync, releasing };
+  struct follower {
+    caf::actor node;
+    phase at = phase::probing;
+    bool busy = false;             // a probe or catch-up append is out
+    std::uint64_t generation = 0;  // replies from before a restart are ignored
+    std::uint64_t epoch = 0;       // of its copy, as it last said
+    std::uint64_t head = 0;        // its copy's end, as it last said
+    bool keys_sent = false;        // this catch-up carried the idempotency keys
+    std::chrono::milliseconds pause{0};
+  };
+
+  shipper_config cfg;
+  bool begun = false;
+  bool fenced = false;
+  std::string self_id;
+  persistence::stream_meta meta;  // the log after the last shipped write
+  actors::replica_base base;
+  std::uint64_t shipped = 0;  // head of the last shipped write
+  std::uint64_t local = 0;    // durable in this node's store
+  // Shipped writes not yet durable here (catch-ups read the rest from the store).
+  std::deque<actors::replica_batch_ptr> window;
+  std::optional<core::replica_quorum> quorum;
+  std::uint64_t reported = 0;
+  // Fencing: the highest head this node had shipped when it sent a message
+  // that a follower then answered in this term (OK or GAP). A write is
+  // acknowledged only once some follower answered after it: a node whose
+  // followers all refuse it (they follow a newer owner) acknowledges
+  // nothing, whatever its own view says.
+  std::uint64_t evidence = 0;
+  bool alone = false;  // no follower to be had and no member lost
+  std::optional<bool> writable_sent;
+  std::string unwritable_sent;
+  std::map<std::string, follower> followers;
+  // Followers that have not answered in this term yet (the hub waits on
+  // them before it believes a cursor past its head is bad).
+  std::set<std::string> unconfirmed;
+  std::optional<bool> confirmed_sent;
+};
+
+shipper_actor::behavior_type log_shipper(shipper_actor::stateful_pointer<shipper_state> self,
+                                         shipper_config cfg);
+
+}  // namespace tidings::cluster
