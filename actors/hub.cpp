@@ -118,7 +118,8 @@ void on_publish(self_ptr self, const publish_request_ptr& req) {
   if (st.moved) return caf::anon_send(st.cfg.registry->get(st.cfg.stream), publish_atom::value, req);
   if (st.awaiting) return st.held_publishes.push_back(req);
   if (st.failed) return unavailable("the stream's storage failed; see the node log");
-  if (st.fenced) return unavailable("this node no longer owns the stream; retry (with the same Idempotency-Key)");
+  if (st.fenced)
+    return unavailable("this node no longer owns the stream; retry (with the same Idempotency-Key)");
   if (replicating(st) && !st.writable) return unavailable(st.unwritable);
 
   const auto& key = req->idempotency_key;
@@ -385,11 +386,6 @@ void on_unsub(self_ptr self, const fanout_sink_ptr& sink) {
   if (--it->second.second == 0) sinks.erase(it);
 }
 
-// The registry now routes this stream elsewhere. Writes in flight still
-// complete and answer their publishers; what arrives later is forwarded, so
-// a session or publisher holding this handle a moment too long is not lost.
-// A second `moved` (sent to itself a minute later) ends the actor.
-// What waited for a handoff runs now, in the order it came.
 // Replication: the hub's term begins with the log it has now. The term goes
 // into the store at once (a copy's term says which writer it follows), and
 // the shipper brings the followers to this log.
@@ -399,8 +395,10 @@ void activate(self_ptr self) {
   st.active = true;
   st.confirmed = false;
   replica_base base;
-  if (st.meta) base = {st.meta->term, st.meta->term_owner, st.meta->head_seq};
-  else base.term = st.prior_term;
+  if (st.meta)
+    base = {st.meta->term, st.meta->term_owner, st.meta->head_seq};
+  else
+    base.term = st.prior_term;
   // A new term when this node takes over a log another member wrote: that
   // writer is fenced by it. Going on with its own log keeps its term (no
   // one else to fence, and a member that took it over meanwhile holds a
@@ -429,6 +427,8 @@ void activate(self_ptr self) {
   caf::anon_send(*st.replicator, begin_atom::value, replica_start_ptr(std::move(start)));
 }
 
+// What waited for a handoff runs now, in the order it came, once the hub's
+// term began.
 void release_held(self_ptr self) {
   auto& st = self->state;
   st.awaiting = false;
@@ -537,6 +537,12 @@ void on_adopted(self_ptr self, const std::string& error) {
   }
 }
 
+// The registry now routes this stream elsewhere. Writes in flight still
+// complete and answer their publishers (when replicating, those the
+// followers have not confirmed are told to retry: the followers may already
+// follow the next owner); what arrives later is forwarded, so a session or
+// publisher holding this handle a moment too long is not lost. A second
+// `moved` (sent to itself a minute later) ends the actor.
 void on_moved(self_ptr self) {
   auto& st = self->state;
   if (st.moved) {
@@ -618,17 +624,22 @@ void on_stall(self_ptr self) {
       if (!next) next = entry.accepted_at + st.cfg.replication_timeout;
       continue;
     }
-    logging::warn("stream.replication_stalled",
-                  {{"stream", st.cfg.stream.name}, {"acknowledged", st.replicated}, {"seq", entry.cursors.back().seq}});
-    entry.reply(publish_result{publish_outcome::unavailable, {},
-                               "the stream's followers did not confirm the write in time; it may still appear in "
-                               "the stream: retry with the same Idempotency-Key"});
+    logging::warn(
+        "stream.replication_stalled",
+        {{"stream", st.cfg.stream.name}, {"acknowledged", st.replicated}, {"seq", entry.cursors.back().seq}});
+    entry.reply(
+        publish_result{publish_outcome::unavailable,
+                       {},
+                       "the stream's followers did not confirm the write in time; it may still appear in "
+                       "the stream: retry with the same Idempotency-Key"});
     entry.reply = nullptr;
   }
   if (next) {
     st.stall_timer = true;
-    self->delayed_send(self, std::chrono::duration_cast<std::chrono::milliseconds>(*next - now) +
-                                 std::chrono::milliseconds(1), stall_atom::value);
+    self->delayed_send(
+        self,
+        std::chrono::duration_cast<std::chrono::milliseconds>(*next - now) + std::chrono::milliseconds(1),
+        stall_atom::value);
   }
 }
 
@@ -639,6 +650,7 @@ void on_fenced(self_ptr self, const std::string& member) {
   auto& st = self->state;
   if (st.fenced || st.moved) return;
   st.fenced = true;
+  if (st.cfg.metrics) st.cfg.metrics->replication_fenced();
   logging::warn("stream.fenced", {{"stream", st.cfg.stream.name}, {"term", st.term}, {"by", member}});
   abandon_unacknowledged(st, "this node no longer owns the stream; retry (with the same Idempotency-Key)");
   settle(self);

@@ -30,7 +30,18 @@ probe::probe(prometheus::Registry& registry)
                          .Name("tidings_filter_errors_total")
                          .Help("Events a watch's Lua filter failed on (reported as a filter error line)")
                          .Register(registry)
-                         .Add({})) {}
+                         .Add({})),
+      replication_stalled_(prometheus::BuildCounter()
+                               .Name("tidings_replication_stalled_total")
+                               .Help("Publishes answered 503 because the stream's followers did not confirm "
+                                     "the write in time")
+                               .Register(registry)
+                               .Add({})),
+      replication_fenced_(prometheus::BuildCounter()
+                              .Name("tidings_replication_fenced_total")
+                              .Help("Hubs that stepped down because a newer term of their stream was written")
+                              .Register(registry)
+                              .Add({})) {}
 
 std::string_view probe::stream_kind(std::string_view stream) {
   if (stream.starts_with("watch:")) return "watch";
@@ -52,6 +63,14 @@ void probe::ring_bytes(std::int64_t delta) {
 
 void probe::filter_error() {
   filter_errors_.Increment();
+}
+
+void probe::replication_stalled() {
+  replication_stalled_.Increment();
+}
+
+void probe::replication_fenced() {
+  replication_fenced_.Increment();
 }
 
 }  // namespace tidings::actors

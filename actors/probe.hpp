@@ -30,6 +30,10 @@ class probe {
   void ring_bytes(std::int64_t delta);
   // A watch's Lua filter failed on an event.
   void filter_error();
+  // Replication (ADR 0017): a publish told to retry because the stream's
+  // followers did not confirm its write in time; a hub fenced by a newer term.
+  void replication_stalled();
+  void replication_fenced();
 
   // "watch" for watch:NAME, "source" for src:KEY, else "stream".
   static std::string_view stream_kind(std::string_view stream);
@@ -39,6 +43,8 @@ class probe {
   prometheus::Histogram& publish_duration_;
   prometheus::Gauge& ring_bytes_;
   prometheus::Counter& filter_errors_;
+  prometheus::Counter& replication_stalled_;
+  prometheus::Counter& replication_fenced_;
 };
 
 }  // namespace tidings::actors

@@ -196,18 +196,21 @@ const std::map<std::string, setter>& setters() {
       {"replication-factor",
        number<std::size_t>(1, 7, [](config& c, std::size_t v) { c.replication_factor = v; })},
       {"write-quorum",
-       [](config& c, const std::string& v) -> std::optional<std::string> {
-         if (v == "all") {
-           c.write_quorum.reset();
-           return std::nullopt;
-         }
-         std::size_t n = 0;
-         auto [p, ec] = std::from_chars(v.data(), v.data() + v.size(), n);
-         if (ec != std::errc() || p != v.data() + v.size() || n > 6)
-           return "must be all or a number of followers from 0 to 6, got '" + v + "'";
-         c.write_quorum = n;
-         return std::nullopt;
-       }},
+       [](config& c,
+          const std::string& v) -> std::
+                                    optional<std::string> {
+                                      if (v == "all") {
+                                        c.write_quorum.reset();
+                                        return std::nullopt;
+                                      }
+                                      std::size_t n = 0;
+                                      auto [p, ec] = std::from_chars(v.data(), v.data() + v.size(), n);
+                                      if (ec != std::errc() || p != v.data() + v.size() || n > 6)
+                                        return "must be all or a number of followers from 0 to 6, got '" + v +
+                                               "'";
+                                      c.write_quorum = n;
+                                      return std::nullopt;
+                                    }},
       {"cluster-private-network",
        [](config& c, const std::string& v) -> std::
                                                optional<std::string> {
@@ -421,7 +424,8 @@ parse_outcome parse_config(const std::vector<std::string>& args) {
     return {std::nullopt,
             "write-quorum: " + std::to_string(*c.write_quorum) + " followers, but replication-factor " +
                 std::to_string(c.replication_factor) + " keeps only " +
-                std::to_string(c.replication_factor - 1) + " (write-quorum counts followers, the owner aside)",
+                std::to_string(c.replication_factor - 1) +
+                " (write-quorum counts followers, the owner aside)",
             false};
   auto wildcard = [](const std::string& host_port) {
     auto host = host_port.substr(0, host_port.rfind(':'));

@@ -33,7 +33,7 @@ using wstop_here_atom = caf::atom_constant<caf::atom("cwstoph")>;    // (tenant,
 using wcopy_atom = caf::atom_constant<caf::atom("cwcopy")>;  // (WatchCopies): the sender's watch specs
 using pins_atom = caf::atom_constant<caf::atom("cpins")>;    // (Pins): the sender's pinned streams
 // Replication (ADR 0017): a stream's owner -> its followers' node actors.
-using replicate_atom = caf::atom_constant<caf::atom("crepl")>;  // (ReplicaAppend) -> ReplicaReply
+using replicate_atom = caf::atom_constant<caf::atom("crepl")>;   // (ReplicaAppend) -> ReplicaReply
 using release_atom = caf::atom_constant<caf::atom("crelease")>;  // (ReplicaRelease) -> ""
 // owner node -> relay
 using page_atom = caf::atom_constant<caf::atom("cpage")>;  // (FeedPage)
@@ -48,10 +48,10 @@ using drain_atom = caf::atom_constant<caf::atom("cdrain")>;
 using drain_end_atom = caf::atom_constant<caf::atom("cdrainend")>;
 using settled_atom = caf::atom_constant<caf::atom("csettled")>;
 using rebalance_atom = caf::atom_constant<caf::atom("crebal")>;
-using copies_atom = caf::atom_constant<caf::atom("ccopies")>;  // (WatchCopies): this node's own
-using view_atom = caf::atom_constant<caf::atom("cview")>;         // membership changed (to shippers)
-using stop_atom = caf::atom_constant<caf::atom("cstop")>;         // a follower's copy stops following
-using written_atom = caf::atom_constant<caf::atom("cwritten")>;   // a follower's write is durable
-using deleted_atom = caf::atom_constant<caf::atom("cdeleted")>;   // a dropped copy is gone
+using copies_atom = caf::atom_constant<caf::atom("ccopies")>;    // (WatchCopies): this node's own
+using view_atom = caf::atom_constant<caf::atom("cview")>;        // membership changed (to shippers)
+using stop_atom = caf::atom_constant<caf::atom("cstop")>;        // a follower's copy stops following
+using written_atom = caf::atom_constant<caf::atom("cwritten")>;  // a follower's write is durable
+using deleted_atom = caf::atom_constant<caf::atom("cdeleted")>;  // a dropped copy is gone
 
 }  // namespace tidings::cluster

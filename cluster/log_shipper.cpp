@@ -64,13 +64,14 @@ void report(self_ptr self) {
 // A stream with followers configured but none reachable while members are
 // lost may be the cut-off side of a split: it takes no writes (ADR 0017).
 // A numeric write quorum also needs that many followers in sync.
-void report_writable(self_ptr self, bool cut_off) {
+void report_writable(self_ptr self) {
   auto& st = self->state;
-  bool ok = !cut_off && st.quorum && st.quorum->can_acknowledge();
+  bool ok = !st.cut_off && st.quorum && st.quorum->can_acknowledge();
   std::string why;
-  if (cut_off)
-    why = "no follower of this stream is reachable and members are lost: this node may be cut off from "
-          "the cluster; retry";
+  if (st.cut_off)
+    why =
+        "no follower of this stream is reachable and members are lost: this node may be cut off from "
+        "the cluster; retry";
   else if (!ok)
     why = "fewer followers are in sync than the write quorum (" + std::to_string(*st.cfg.write_quorum) +
           ") needs; retry";
@@ -180,13 +181,16 @@ void ship_to(self_ptr self, const std::string& id, follower& f, const actors::re
 void mark_in_sync(self_ptr self, const std::string& id, follower& f) {
   auto& st = self->state;
   if (f.at != phase::in_sync)
-    logging::info("replication.follower_in_sync",
-                  {{"stream", st.cfg.stream.name}, {"node", id}, {"head", st.shipped}});
+    logging::debug("replication.follower_in_sync",
+                   {{"stream", st.cfg.stream.name}, {"node", id}, {"head", st.shipped}});
   f.at = phase::in_sync;
   f.pause = std::chrono::milliseconds(0);
   st.quorum->set_in_sync(id, true);
   publish_state(self);
+  report_writable(self);
 }
+
+void pause_then_probe(self_ptr self, const std::string& id, follower& f);
 
 // The next step of bringing follower `id` to this node's log.
 void catch_up(self_ptr self, const std::string& id) {
@@ -225,6 +229,13 @@ void catch_up(self_ptr self, const std::string& id) {
     return;
   }
   if (events.empty() || events.front().seq != after + 1) {
+    if (reset) {
+      // The store does not start where the log's meta says: try again
+      // later rather than send a copy with a hole.
+      logging::error("replication.log_start_missing",
+                     {{"stream", st.cfg.stream.name}, {"first_seq", st.meta.first_seq}});
+      return pause_then_probe(self, id, f);
+    }
     // Trimmed meanwhile: start its copy again from what is retained.
     f.epoch = 0;
     return catch_up(self, id);
@@ -236,7 +247,9 @@ void catch_up(self_ptr self, const std::string& id) {
     // The keys of the epoch it has not seen, so a retry is answered there too.
     std::vector<std::pair<std::string, persistence::idempotency_record>> keys;
     if (st.cfg.store->list_idempotency(st.meta.id, 10 * st.cfg.chunk_events, &keys).ok()) {
-      std::erase_if(keys, [&](const auto& k) { return k.second.epoch != st.meta.epoch || k.second.first_seq <= after; });
+      std::erase_if(keys, [&](const auto& k) {
+        return k.second.epoch != st.meta.epoch || k.second.first_seq <= after;
+      });
       add_keys(a, keys);
     }
     f.keys_sent = true;
@@ -310,6 +323,7 @@ void on_reply(self_ptr self, const std::string& id, std::uint64_t generation, bo
       f.at = phase::catching_up;
       f.keys_sent = false;
       publish_state(self);
+      report_writable(self);
       catch_up(self, id);
       report(self);
       break;
@@ -325,7 +339,8 @@ void on_reply(self_ptr self, const std::string& id, std::uint64_t generation, bo
       break;
     }
     case proto::ReplicaReply::REFUSED:
-      logging::debug("replication.refused", {{"stream", st.cfg.stream.name}, {"node", id}, {"why", r.error()}});
+      logging::debug("replication.refused",
+                     {{"stream", st.cfg.stream.name}, {"node", id}, {"why", r.error()}});
       if (f.at == phase::in_sync) f.at = phase::probing;
       pause_then_probe(self, id, f);
       break;
@@ -362,11 +377,13 @@ void release(self_ptr self, const std::string& id, follower& f) {
           [self, id](const std::string&) {
             // It dropped its copy: nothing waits for it.
             auto& st = self->state;
-            if (auto it = st.followers.find(id); it != st.followers.end() && it->second.at == phase::releasing) {
+            if (auto it = st.followers.find(id);
+                it != st.followers.end() && it->second.at == phase::releasing) {
               st.followers.erase(it);
               st.quorum->remove(id);
               st.unconfirmed.erase(id);
               report_confirmed(self);
+              report_writable(self);
               publish_state(self);
               report(self);
             }
@@ -416,9 +433,9 @@ void refresh(self_ptr self) {
     probe(self, id);
   }
   report_confirmed(self);
-  bool cut_off = wanted.empty() && st.cfg.replication_factor >= 2 && !m->lost.empty();
+  st.cut_off = wanted.empty() && st.cfg.replication_factor >= 2 && !m->lost.empty();
   st.alone = wanted.empty() && m->lost.empty();
-  report_writable(self, cut_off);
+  report_writable(self);
   publish_state(self);
   report(self);
 }

@@ -89,7 +89,8 @@ struct shipper_state {
   // followers all refuse it (they follow a newer owner) acknowledges
   // nothing, whatever its own view says.
   std::uint64_t evidence = 0;
-  bool alone = false;  // no follower to be had and no member lost
+  bool alone = false;    // no follower to be had and no member lost
+  bool cut_off = false;  // no follower to be had, but members lost
   std::optional<bool> writable_sent;
   std::string unwritable_sent;
   std::map<std::string, follower> followers;

@@ -459,7 +459,8 @@ caf::behavior node(node_actor* self, node_config cfg) {
         // checks it is not older than the sender's (ADR 0017).
         auto& st = self->state;
         auto hub = st.cfg.hubs->get({tenant, stream});
-        if (auto it = st.ids.find(caf::actor_cast<caf::actor_addr>(self->current_sender())); it != st.ids.end())
+        if (auto it = st.ids.find(caf::actor_cast<caf::actor_addr>(self->current_sender()));
+            it != st.ids.end())
           caf::anon_send(hub, actors::check_term_atom::value, term, it->second);
       },
       [self](replicate_atom, const std::string& bytes) { return on_replicate(self, bytes); },

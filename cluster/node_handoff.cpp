@@ -171,14 +171,17 @@ namespace {
 // epoch. Otherwise the log is pulled from the previous holder as before;
 // when none answers, this node's own log is kept, but a follower's copy
 // that cannot be shown whole is dropped for a new epoch (`fresh`).
-void pull_with(self_ptr self, const actors::stream_key& key, const actors::hub_actor& hub, const copy_status& copy) {
+void pull_with(self_ptr self, const actors::stream_key& key, const actors::hub_actor& hub,
+               const copy_status& copy) {
   auto& st = self->state;
   const bool follower_copy = copy.exists && copy.owner != st.table.self().id;
   auto m = st.cfg.view->current();
   bool owner_gone = !std::binary_search(m->holders.begin(), m->holders.end(), copy.owner);
   if (follower_copy && copy.in_sync && owner_gone) {
-    logging::info("cluster.stream_taken_over",
-                  {{"stream", key.name}, {"from", copy.owner}, {"epoch", core::format_epoch(copy.epoch)}, {"head", copy.head}});
+    logging::info("cluster.stream_taken_over", {{"stream", key.name},
+                                                {"from", copy.owner},
+                                                {"epoch", core::format_epoch(copy.epoch)},
+                                                {"head", copy.head}});
     return caf::anon_send(hub, actors::adopt_atom::value, actors::stream_handoff_ptr{});
   }
   actors::stream_handoff_ptr fallback;
@@ -188,7 +191,8 @@ void pull_with(self_ptr self, const actors::stream_key& key, const actors::hub_a
     fallback = std::move(fresh);
   }
   auto holder_id = st.cfg.view->take_fence_hint(key);
-  if (holder_id.empty() || !st.handles.contains(holder_id)) holder_id = st.cfg.view->previous_holder(key.tenant, key.name);
+  if (holder_id.empty() || !st.handles.contains(holder_id))
+    holder_id = st.cfg.view->previous_holder(key.tenant, key.name);
   auto handle = st.handles.find(holder_id);
   if (holder_id.empty() || handle == st.handles.end())
     return caf::anon_send(hub, actors::adopt_atom::value, fallback);
@@ -234,13 +238,13 @@ caf::result<std::string> on_take(self_ptr self, const std::string& bytes) {
     none.set_status(proto::TakeReply::NONE);
     return none.SerializeAsString();
   }
-  logging::debug("cluster.take_asked", {{"stream", key.name}, {"by", req.requester()}, {"after", req.after_seq()}});
+  logging::debug("cluster.take_asked",
+                 {{"stream", key.name}, {"by", req.requester()}, {"after", req.after_seq()}});
   if (req.after_seq() == 0) {
     // A follower's copy is handed out only when its owner said it was
     // whole (ADR 0017); one from before a restart cannot say.
     auto rp = self->make_response_promise();
     with_copy_stopped(self, key, [self, rp, key](copy_status copy) mutable {
-      logging::debug("cluster.take_copy", {{"stream", key.name}, {"exists", copy.exists}, {"in_sync", copy.in_sync}, {"owner", copy.owner}});
       if (copy.exists && copy.owner != self->state.table.self().id && !copy.in_sync) {
         proto::TakeReply none;
         none.set_status(proto::TakeReply::NONE);
@@ -258,10 +262,10 @@ caf::result<std::string> on_take(self_ptr self, const std::string& bytes) {
 
 namespace {
 
-void answer_take(self_ptr self, caf::response_promise rp, const actors::stream_key& key, std::uint64_t after) {
+void answer_take(self_ptr self, caf::response_promise rp, const actors::stream_key& key,
+                 std::uint64_t after) {
   auto& st = self->state;
   auto moved = st.cfg.hubs->moved_hub(key);
-  logging::debug("cluster.take_answer", {{"stream", key.name}, {"moved_hub", moved.has_value()}});
   if (!moved) {
     rp.deliver(read_chunk(self, key, after, chunk_events));
     return;
@@ -317,8 +321,10 @@ void rebalance_now(self_ptr self) {
     if (is_follower_copy(self, m)) {
       // A follower's copy: its owner keeps it current. One this node no
       // longer follows is dropped (unless a follower still runs for it).
-      auto followers = core::followers_of(members->live, owner, m.tenant, m.name, factor > 0 ? factor - 1 : 0);
-      if (std::find(followers.begin(), followers.end(), members->self_id) == followers.end()) drop_copy(self, m);
+      auto followers =
+          core::followers_of(members->live, owner, m.tenant, m.name, factor > 0 ? factor - 1 : 0);
+      if (std::find(followers.begin(), followers.end(), members->self_id) == followers.end())
+        drop_copy(self, m);
       continue;
     }
     auto handle = st.handles.find(owner);

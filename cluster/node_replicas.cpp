@@ -54,13 +54,15 @@ bool is_follower_copy(self_ptr self, const persistence::stream_meta& meta) {
 caf::result<std::string> on_replicate(self_ptr self, const std::string& bytes) {
   auto& st = self->state;
   proto::ReplicaAppend a;
-  if (!parse(bytes, &a) || a.stream().empty()) return reply_of(proto::ReplicaReply::REFUSED, "unreadable append");
+  if (!parse(bytes, &a) || a.stream().empty())
+    return reply_of(proto::ReplicaReply::REFUSED, "unreadable append");
   actors::stream_key key{a.tenant(), a.stream()};
   // This node owns the stream in its view: the sender's view differs (it
   // retries; terms settle who wins once the views agree).
   if (st.cfg.view->owner_of(key.tenant, key.name).empty() || st.cfg.hubs->pinned(key))
     return reply_of(proto::ReplicaReply::REFUSED, "this node sees itself as the stream's owner");
-  if (st.deleting.contains(key)) return reply_of(proto::ReplicaReply::REFUSED, "the old copy is being dropped");
+  if (st.deleting.contains(key))
+    return reply_of(proto::ReplicaReply::REFUSED, "the old copy is being dropped");
   return self->delegate(replica_of(self, key), replicate_atom::value, bytes);
 }
 

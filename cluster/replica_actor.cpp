@@ -52,8 +52,9 @@ void publish_state(self_ptr self) {
   st.cfg.view->set_replication(st.cfg.stream, std::move(info));
 }
 
-void submit(self_ptr self, persistence::write_set ws, std::optional<caf::typed_response_promise<std::string>> reply,
-            std::string reply_text, bool synced) {
+void submit(self_ptr self, persistence::write_set ws,
+            std::optional<caf::typed_response_promise<std::string>> reply, std::string reply_text,
+            bool synced) {
   auto& st = self->state;
   replica_state::in_flight entry;
   entry.token = st.next_token++;
@@ -182,14 +183,14 @@ caf::result<std::string> on_append(self_ptr self, const std::string& bytes) {
   next->term = a.term();
   next->term_owner = a.owner();
   for (const auto& k : a.idempotency())
-    ws.idempotency.push_back({k.key(), persistence::idempotency_record{a.epoch(), k.first_seq(), k.count(), k.time_ms()}});
+    ws.idempotency.push_back(
+        {k.key(), persistence::idempotency_record{a.epoch(), k.first_seq(), k.count(), k.time_ms()}});
   ws.stream_id = next->id;
   ws.meta = *next;
   if (!st.meta || st.meta->term != next->term)
-    logging::info("replication.following", {{"stream", st.cfg.stream.name},
-                                            {"owner", a.owner()},
-                                            {"term", a.term()},
-                                            {"head", next->head_seq}});
+    logging::debug(
+        "replication.following",
+        {{"stream", st.cfg.stream.name}, {"owner", a.owner()}, {"term", a.term()}, {"head", next->head_seq}});
   st.meta = next;
   if (!a.synced()) st.in_sync = false;
   auto rp = self->make_response_promise<std::string>();
@@ -207,7 +208,8 @@ void on_written(self_ptr self, std::uint64_t token, const std::string& error) {
   st.writing.pop_front();
   if (!error.empty() || st.failed) {
     // A copy with a hole must never be taken over: refuse everything now.
-    if (!st.failed) logging::error("replication.write_failed", {{"stream", st.cfg.stream.name}, {"error", error}});
+    if (!st.failed)
+      logging::error("replication.write_failed", {{"stream", st.cfg.stream.name}, {"error", error}});
     st.failed = true;
     st.in_sync = false;
     if (entry.reply) entry.reply->deliver(refused("the copy's write failed: " + error));
@@ -221,7 +223,8 @@ void on_written(self_ptr self, std::uint64_t token, const std::string& error) {
 
 }  // namespace
 
-replica_actor::behavior_type replica(replica_actor::stateful_pointer<replica_state> self, replica_config cfg) {
+replica_actor::behavior_type replica(replica_actor::stateful_pointer<replica_state> self,
+                                     replica_config cfg) {
   auto& st = self->state;
   st.cfg = std::move(cfg);
   if (auto s = st.cfg.store->get_stream(st.cfg.stream.tenant, st.cfg.stream.name, &st.meta); !s.ok()) {

@@ -60,8 +60,8 @@ struct replica_state {
   struct in_flight {
     std::uint64_t token = 0;
     std::optional<caf::typed_response_promise<std::string>> reply;  // none: an internal write
-    std::string answer;       // the ReplicaReply to send
-    bool synced = false;      // in sync once it is durable
+    std::string answer;                                             // the ReplicaReply to send
+    bool synced = false;                                            // in sync once it is durable
   };
 
   replica_config cfg;

@@ -9,7 +9,6 @@
 
 #include <catch2/catch.hpp>
 
-
 #include <algorithm>
 #include <chrono>
 #include <sstream>

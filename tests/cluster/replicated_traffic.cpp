@@ -58,7 +58,8 @@ void steady_publisher::run(int lane) {
         if (r.status == 201 || r.status == 200) {
           std::lock_guard lock(mutex_);
           acked_[i] = parse_body(r).value("cursor", "");
-          longest_ = std::max(longest_, std::chrono::duration_cast<std::chrono::milliseconds>(clock::now() - began));
+          longest_ =
+              std::max(longest_, std::chrono::duration_cast<std::chrono::milliseconds>(clock::now() - began));
           changed_.notify_all();
           break;
         }
@@ -83,9 +84,9 @@ void steady_publisher::run(int lane) {
 
 bool steady_publisher::await_acknowledged(int n, std::chrono::milliseconds timeout) {
   std::unique_lock lock(mutex_);
-  return changed_.wait_for(lock, timeout,
-                           [&] { return static_cast<int>(acked_.size()) >= n || lanes_done_ == connections_; }) &&
-         static_cast<int>(acked_.size()) >= n;
+  return changed_.wait_for(lock, timeout, [&] {
+    return static_cast<int>(acked_.size()) >= n || lanes_done_ == connections_;
+  }) && static_cast<int>(acked_.size()) >= n;
 }
 
 bool steady_publisher::join(std::chrono::milliseconds timeout) {
@@ -136,8 +137,9 @@ void stream_reader::run() {
     try {
       client::header_list headers;
       if (!last_id.empty()) headers.emplace_back("Last-Event-ID", last_id);
-      s = std::make_unique<client::sse_stream>(targets_[target], sse_target({stream_}, last_id.empty() ? since_ : ""),
-                                               headers, std::chrono::seconds(5));
+      s = std::make_unique<client::sse_stream>(targets_[target],
+                                               sse_target({stream_}, last_id.empty() ? since_ : ""), headers,
+                                               std::chrono::seconds(5));
       await_hello(*s);
     } catch (const std::exception& e) {
       if (first) {
@@ -205,7 +207,8 @@ std::vector<std::string> stream_reader::controls() const {
   return controls_;
 }
 
-std::string compare_with_acknowledged(const std::vector<data_event>& got, const std::map<int, std::string>& acked) {
+std::string compare_with_acknowledged(const std::vector<data_event>& got,
+                                      const std::map<int, std::string>& acked) {
   std::map<std::string, int> by_cursor;
   for (const auto& [i, cursor] : acked) by_cursor[cursor] = i;
   std::ostringstream out;
@@ -227,10 +230,12 @@ std::string compare_with_acknowledged(const std::vector<data_event>& got, const 
       continue;
     }
     if (e.data.value("i", -1) != it->second)
-      report("at " + e.cursor + " the payload " + e.data.dump() + ", acknowledged i=" + std::to_string(it->second));
+      report("at " + e.cursor + " the payload " + e.data.dump() +
+             ", acknowledged i=" + std::to_string(it->second));
   }
   for (const auto& [cursor, i] : by_cursor)
-    if (!seen.contains(cursor)) report("acknowledged, never received: i=" + std::to_string(i) + " at " + cursor);
+    if (!seen.contains(cursor))
+      report("acknowledged, never received: i=" + std::to_string(i) + " at " + cursor);
   if (problems > 10) out << "... " << problems - 10 << " more\n";
   return out.str();
 }

@@ -107,6 +107,7 @@ class stream_reader {
 // Empty when `got` is exactly the acknowledged events in cursor order, each
 // once, with the payload acknowledged under its cursor, and nothing else
 // (no event that was never acknowledged); else what differs, for the report.
-std::string compare_with_acknowledged(const std::vector<data_event>& got, const std::map<int, std::string>& acked);
+std::string compare_with_acknowledged(const std::vector<data_event>& got,
+                                      const std::map<int, std::string>& acked);
 
 }  // namespace tidings::testing

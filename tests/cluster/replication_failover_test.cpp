@@ -83,8 +83,8 @@ TEST_CASE(
   std::vector<std::size_t> reader_nodes;
   for (std::size_t node : {0, 1, 2})
     for (int k = 0; k < 2; ++k) {
-      readers.push_back(std::make_unique<stream_reader>(starting_at(cluster, node, {0, 1}), stream, start, events,
-                                                        90s));
+      readers.push_back(
+          std::make_unique<stream_reader>(starting_at(cluster, node, {0, 1}), stream, start, events, 90s));
       reader_nodes.push_back(node);
     }
   for (auto& r : readers) r->await_started(10s);
@@ -95,8 +95,8 @@ TEST_CASE(
   cluster.kill9(2);
   const auto killed_at = std::chrono::steady_clock::now();
   bool finished = publisher.join(90s);
-  INFO("publisher: " << publisher.acknowledged().size() << " acknowledged, " << publisher.retries() << " retries; "
-                     << publisher.failure());
+  INFO("publisher: " << publisher.acknowledged().size() << " acknowledged, " << publisher.retries()
+                     << " retries; " << publisher.failure());
   REQUIRE(finished);
   const auto acked = publisher.acknowledged();
   REQUIRE(acked.size() == static_cast<std::size_t>(events));
@@ -111,9 +111,10 @@ TEST_CASE(
   // One epoch throughout: the log survived its owner.
   CHECK(epoch_of(acked.rbegin()->second) == epoch_of(start));
   WARN("10 000 events at 2 000/s through node 1, owner killed after 3 000: "
-       << publisher.retries() << " publish retries, the longest publish took " << publisher.longest_wait().count()
-       << " ms; the last event was acknowledged "
-       << std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - killed_at).count()
+       << publisher.retries() << " publish retries, the longest publish took "
+       << publisher.longest_wait().count() << " ms; the last event was acknowledged "
+       << std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - killed_at)
+              .count()
        << " ms after the kill\n"
        << describe_readers(readers, reader_nodes));
 }
@@ -153,8 +154,9 @@ TEST_CASE(
   CHECK(compare_with_acknowledged(reader.events(), acked) == "");
 
   // Alone, with two members lost, it may be the cut-off side: it refuses writes.
-  auto refused = client::request(cluster.endpoint(1), "POST", events_target(stream),
-                                 event_json("/e", "ADDED", json{{"i", -1}}), {{"Content-Type", "application/json"}});
+  auto refused =
+      client::request(cluster.endpoint(1), "POST", events_target(stream),
+                      event_json("/e", "ADDED", json{{"i", -1}}), {{"Content-Type", "application/json"}});
   INFO("a publish to the lone survivor: " << refused.status << " " << refused.body);
   CHECK(refused.status == 503);
   CHECK(parse_body(refused).value("error", "").find("cut off") != std::string::npos);

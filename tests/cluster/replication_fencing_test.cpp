@@ -51,10 +51,10 @@ TEST_CASE(
 
   constexpr int total = 4 * per_phase;
   std::vector<std::unique_ptr<stream_reader>> readers;
-  readers.push_back(std::make_unique<stream_reader>(std::vector{cluster.endpoint(0), cluster.endpoint(1)}, stream,
-                                                    start, total, 60s));
-  readers.push_back(std::make_unique<stream_reader>(std::vector{cluster.endpoint(1), cluster.endpoint(0)}, stream,
-                                                    start, total, 60s));
+  readers.push_back(std::make_unique<stream_reader>(std::vector{cluster.endpoint(0), cluster.endpoint(1)},
+                                                    stream, start, total, 60s));
+  readers.push_back(std::make_unique<stream_reader>(std::vector{cluster.endpoint(1), cluster.endpoint(0)},
+                                                    stream, start, total, 60s));
   for (auto& r : readers) r->await_started(10s);
 
   {
@@ -85,8 +85,9 @@ TEST_CASE(
   {
     client::http_connection conn(cluster.endpoint(2), 15s);
     for (int i = 2 * per_phase + 1; i <= 3 * per_phase; ++i) {
-      auto r = conn.request("POST", events_target(stream), event_json("/e", "ADDED", json{{"i", i}}),
-                            {{"Content-Type", "application/json"}, {"Idempotency-Key", stream + "-" + std::to_string(i)}});
+      auto r = conn.request(
+          "POST", events_target(stream), event_json("/e", "ADDED", json{{"i", i}}),
+          {{"Content-Type", "application/json"}, {"Idempotency-Key", stream + "-" + std::to_string(i)}});
       if (r.status == 201 || r.status == 200) {
         ++stored;
         to_node2[i] = parse_body(r).value("cursor", "");
@@ -114,7 +115,8 @@ TEST_CASE(
   }
   cluster.await_converged(20s);
   {
-    steady_publisher after({cluster.endpoint(1), cluster.endpoint(2)}, stream, 3 * per_phase + 1, per_phase, 1000);
+    steady_publisher after({cluster.endpoint(1), cluster.endpoint(2)}, stream, 3 * per_phase + 1, per_phase,
+                           1000);
     INFO("after the return: " << after.failure());
     REQUIRE(after.join(30s));
     merge(acked, after.acknowledged());
