@@ -172,7 +172,7 @@ caf::result<std::string> on_release(node_actor* self, const std::string& bytes);
 // Stops following `key` here (waiting for the copy's writes) and hands on
 // what the copy is; from the store when no follower runs.
 void with_copy_stopped(node_actor* self, const actors::stream_key& key,
-                       std::function<void(copy_status)> then);
+                       const std::function<void(const copy_status&)>& then);
 // Deletes this node's copy of `key` (appends are refused until it is gone).
 void drop_copy(node_actor* self, const persistence::stream_meta& meta);
 // Whether this node's copy of `meta` is a follower's (another member's log).

@@ -213,7 +213,8 @@ void pull_with(self_ptr self, const actors::stream_key& key, const actors::hub_a
 void on_pull(self_ptr self, const actors::stream_key& key, const actors::hub_actor& hub) {
   // Whatever follower ran here for this stream stops writing first: the hub
   // reads the store once it has the answer.
-  with_copy_stopped(self, key, [self, key, hub](copy_status copy) { pull_with(self, key, hub, copy); });
+  with_copy_stopped(self, key,
+                    [self, key, hub](const copy_status& copy) { pull_with(self, key, hub, copy); });
 }
 
 void on_pull_retry(self_ptr self, std::uint64_t token) {
@@ -244,7 +245,7 @@ caf::result<std::string> on_take(self_ptr self, const std::string& bytes) {
     // A follower's copy is handed out only when its owner said it was
     // whole (ADR 0017); one from before a restart cannot say.
     auto rp = self->make_response_promise();
-    with_copy_stopped(self, key, [self, rp, key](copy_status copy) mutable {
+    with_copy_stopped(self, key, [self, rp, key](const copy_status& copy) mutable {
       if (copy.exists && copy.owner != self->state.table.self().id && !copy.in_sync) {
         proto::TakeReply none;
         none.set_status(proto::TakeReply::NONE);

@@ -97,7 +97,8 @@ caf::result<std::string> on_release(self_ptr self, const std::string& bytes) {
   return rp;
 }
 
-void with_copy_stopped(self_ptr self, const actors::stream_key& key, std::function<void(copy_status)> then) {
+void with_copy_stopped(self_ptr self, const actors::stream_key& key,
+                       const std::function<void(const copy_status&)>& then) {
   auto& st = self->state;
   auto it = st.replicas.find(key);
   if (it == st.replicas.end()) return then(stored_copy(self, key));
