@@ -89,6 +89,9 @@ struct hub_state {
   // What is durable and may be read or delivered.
   std::uint64_t committed_head = 0;
   std::uint64_t committed_first = 1;
+  // Trimmed events below this are deleted from the store (0: unknown, as
+  // after a restart); deletes go in chunks (core::physical_trim_due).
+  std::uint64_t deleted_below = 0;
 
   std::deque<frame_ptr> ring;
   std::size_t ring_bytes = 0;

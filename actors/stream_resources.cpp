@@ -17,8 +17,11 @@ persistence::status scan_newest_first(persistence::store& store, const persisten
     auto n = std::min<std::size_t>(256, scan_events - scanned);
     if (auto s = store.read_events_backward(meta.id, up_to, n, &page); !s.ok()) return s;
     if (page.empty()) break;
-    for (auto& e : page)
+    for (auto& e : page) {
+      // Trimmed but not yet deleted (the store deletes in chunks).
+      if (e.seq < meta.first_seq) return {};
       if (!visit(e)) return {};
+    }
     scanned += page.size();
     up_to = page.back().seq - 1;
   }

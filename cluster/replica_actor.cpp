@@ -4,6 +4,7 @@
 
 #include "cluster/cluster_view.hpp"
 #include "cluster/wire.hpp"
+#include "core/retention.hpp"
 #include "logging/log.hpp"
 #include "proto/cluster.pb.h"
 
@@ -174,9 +175,12 @@ caf::result<std::string> on_append(self_ptr self, const std::string& bytes) {
     ws.events.push_back({e.seq(), core::event{e.path(), e.type(), e.data_json(), e.time_ms()}});
     next->head_seq = e.seq();
   }
-  auto first = std::min(std::max(next->first_seq, a.first_seq()), next->head_seq + 1);
-  if (first > next->first_seq) ws.trim_before = first;
-  next->first_seq = first;
+  next->first_seq = std::min(std::max(next->first_seq, a.first_seq()), next->head_seq + 1);
+  if (next->id != (st.meta ? st.meta->id : 0)) st.deleted_below = 0;
+  if (auto cut = core::physical_trim_due(st.deleted_below, next->first_seq, a.retention_count())) {
+    ws.trim_before = cut;
+    st.deleted_below = cut;
+  }
   next->retention_count = a.retention_count();
   next->retention_age_ms = a.retention_age_ms();
   next->created_ms = a.created_ms();

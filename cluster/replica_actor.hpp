@@ -66,6 +66,9 @@ struct replica_state {
 
   replica_config cfg;
   std::optional<persistence::stream_meta> meta;  // with writes in flight
+  // Trimmed events below this are deleted from the store (0: unknown);
+  // deletes go in chunks (core::physical_trim_due).
+  std::uint64_t deleted_below = 0;
   bool in_sync = false;
   bool stopped = false;
   bool failed = false;

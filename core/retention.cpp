@@ -13,6 +13,17 @@ std::uint64_t first_kept_by_count(std::uint64_t first_seq, std::uint64_t head_se
   return head_seq - max_events + 1;
 }
 
+std::uint64_t trim_chunk(std::uint64_t max_events) {
+  return std::max<std::uint64_t>(64, max_events / 4);
+}
+
+std::uint64_t physical_trim_due(std::uint64_t deleted_below, std::uint64_t first_seq,
+                                std::uint64_t max_events) {
+  if (first_seq <= deleted_below) return 0;
+  if (deleted_below == 0) return first_seq > 1 ? first_seq : 0;
+  return first_seq - deleted_below >= trim_chunk(max_events) ? first_seq : 0;
+}
+
 resume_check check_resume(std::uint64_t after_seq, std::uint64_t first_seq, std::uint64_t head_seq) {
   if (after_seq > head_seq) return resume_check::ahead_of_head;
   // The next event the subscriber needs is after_seq + 1 (no overflow: it is

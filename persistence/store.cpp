@@ -43,10 +43,6 @@ constexpr std::string_view schema_version = "1";
 constexpr std::string_view next_stream_id_key = "next_stream_id";
 constexpr std::string_view node_id_key = "node_id";
 
-// Stream ids are rare (one per created stream), so one lock for every store
-// in the process costs nothing and keeps store.hpp free of <mutex>.
-std::mutex stream_id_mutex;
-
 status from(const rocksdb::Status& s, std::string_view what) {
   if (s.ok()) return {};
   return status::error(std::string(what) + ": " + s.ToString());
@@ -286,27 +282,33 @@ store::~store() {
 }
 
 status store::allocate_stream_id(std::uint64_t* id) {
-  std::lock_guard lock(stream_id_mutex);
-  std::string value;
-  std::uint64_t next = 1;
-  auto got = db_->Get(rocksdb::ReadOptions(), families_[meta_cf], slice(next_stream_id_key), &value);
-  if (got.ok()) {
-    if (value.size() != 8) return status::error("corrupt next_stream_id in meta");
-    next = read_be64(value);
-  } else if (!got.IsNotFound()) {
-    return from(got, "read next_stream_id");
+  std::lock_guard lock(stream_ids_mutex_);
+  if (next_stream_id_ == reserved_end_) {
+    // The stored value is the first id not yet reserved by any run.
+    std::string value;
+    std::uint64_t next = 1;
+    auto got = db_->Get(rocksdb::ReadOptions(), families_[meta_cf], slice(next_stream_id_key), &value);
+    if (got.ok()) {
+      if (value.size() != 8) return status::error("corrupt next_stream_id in meta");
+      next = read_be64(value);
+    } else if (!got.IsNotFound()) {
+      return from(got, "read next_stream_id");
+    }
+    if (next > std::numeric_limits<std::uint64_t>::max() - stream_id_block)
+      return status::error("stream ids exhausted");
+    std::string updated;
+    append_be64(updated, next + stream_id_block);
+    // Synced whatever the durability: a reused id would mix two streams' events.
+    rocksdb::WriteOptions wo;
+    wo.sync = true;
+    if (auto s = from(db_->Put(wo, families_[meta_cf], slice(next_stream_id_key), updated),
+                      "write next_stream_id");
+        !s.ok())
+      return s;
+    next_stream_id_ = next;
+    reserved_end_ = next + stream_id_block;
   }
-  if (next == std::numeric_limits<std::uint64_t>::max()) return status::error("stream ids exhausted");
-  std::string updated;
-  append_be64(updated, next + 1);
-  // Synced whatever the durability: a reused id would mix two streams' events.
-  rocksdb::WriteOptions wo;
-  wo.sync = true;
-  if (auto s =
-          from(db_->Put(wo, families_[meta_cf], slice(next_stream_id_key), updated), "write next_stream_id");
-      !s.ok())
-    return s;
-  *id = next;
+  *id = next_stream_id_++;
   return {};
 }
 

@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <vector>
@@ -112,8 +113,12 @@ class store {
 
   durability mode() const { return durability_; }
 
-  // A fresh id for a new stream (persisted counter in the meta family).
+  // A fresh id for a new stream. Ids are reserved in blocks of
+  // `stream_id_block` with one synced write each and handed out from memory,
+  // so creating a stream costs no fsync of its own; a restart skips the
+  // rest of the block (ids are keys, never counted, so gaps are harmless).
   status allocate_stream_id(std::uint64_t* id);
+  static constexpr std::uint64_t stream_id_block = 1024;
 
   status load_streams(std::vector<stream_meta>* out);
   status get_stream(const std::string& tenant, const std::string& name, std::optional<stream_meta>* out);
@@ -171,6 +176,9 @@ class store {
   durability durability_ = durability::sync;
   std::unique_ptr<rocksdb::DB> db_;
   std::vector<rocksdb::ColumnFamilyHandle*> families_;
+  std::mutex stream_ids_mutex_;
+  std::uint64_t next_stream_id_ = 0;  // the next id to hand out
+  std::uint64_t reserved_end_ = 0;    // ids below this are reserved on disk
 };
 
 }  // namespace tidings::persistence

@@ -42,8 +42,6 @@ sse_session::sse_session(io_shard& shard, net::ip::tcp::socket socket, sse_reque
     : shard_(shard),
       socket_(std::move(socket)),
       heartbeat_(shard.context()),
-      deadline_(shard.context()),
-      expiry_(shard.context()),
       request_(std::move(request)),
       options_(options) {}
 
@@ -88,8 +86,9 @@ void sse_session::wait_expiry() {
   auto at = request_.guard->expires_at();
   if (at == std::chrono::system_clock::time_point::max()) return;
   auto left = at - std::chrono::system_clock::now();
-  expiry_.expires_after(std::chrono::duration_cast<std::chrono::steady_clock::duration>(left));
-  expiry_.async_wait([self = shared_from_this()](const error_code& ec) {
+  expiry_ = std::make_unique<timer>(shard_.context());
+  expiry_->expires_after(std::chrono::duration_cast<std::chrono::steady_clock::duration>(left));
+  expiry_->async_wait([self = shared_from_this()](const error_code& ec) {
     if (!ec) self->end_unauthorized({"expired", "token expired"});
   });
 }
@@ -356,18 +355,29 @@ void sse_session::do_write() {
 
 void sse_session::on_write(const error_code& ec) {
   write_in_flight_ = false;
-  preamble_.clear();
+  std::string().swap(preamble_);  // written once; its memory is not kept
   if (ec) return close();
   wrote_since_heartbeat_ = true;
   // Keep the last data item written (not its id text: formatting that on
   // every write is wasted unless the session overflows).
+  bool carried_events = false;
   for (auto it = writing_.rbegin(); it != writing_.rend(); ++it) {
     if (it->frame) {
       last_written_ = std::move(*it);
+      carried_events = true;
       break;
     }
   }
   writing_.clear();
+  // A session whose last write held no event (hello, a heartbeat) has gone
+  // quiet: it gives its queue and write buffers back, since idle sessions
+  // are most of them. A busy one keeps them rather than allocate anew for
+  // every write.
+  if (!carried_events && queue_.empty()) {
+    queue_.clear();
+    std::vector<out_item>().swap(writing_);
+    std::vector<boost::asio::const_buffer>().swap(buffers_);
+  }
   fetch_next();
   do_write();
 }
@@ -405,14 +415,15 @@ void sse_session::terminate(std::string control_frame) {
   terminating_ = true;
   unsubscribe_all();
   heartbeat_.cancel();
-  expiry_.cancel();
+  if (expiry_) expiry_->cancel();
   // Frames not yet handed to the socket are dropped; the terminal frame
   // follows what is already being written.
   queue_.clear();
   queued_bytes_ = 0;
   enqueue_control(std::move(control_frame));
-  deadline_.expires_after(options_.close_deadline);
-  deadline_.async_wait([self = shared_from_this()](const error_code& ec) {
+  deadline_ = std::make_unique<timer>(shard_.context());
+  deadline_->expires_after(options_.close_deadline);
+  deadline_->async_wait([self = shared_from_this()](const error_code& ec) {
     if (!ec) self->close();
   });
   do_write();
@@ -446,8 +457,8 @@ void sse_session::close() {
   closed_ = true;
   error_code ec;
   heartbeat_.cancel();
-  deadline_.cancel();
-  expiry_.cancel();
+  if (deadline_) deadline_->cancel();
+  if (expiry_) expiry_->cancel();
   socket_.shutdown(net::ip::tcp::socket::shutdown_both, ec);
   socket_.close(ec);
   if (auto* m = shard_.metrics()) m->session_closed();

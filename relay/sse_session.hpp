@@ -15,12 +15,12 @@
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <cstdint>
-#include <deque>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "actors/hub_actor.hpp"
+#include "core/fifo.hpp"
 #include "relay/session_guard.hpp"
 #include "relay/session_info.hpp"
 #include "relay/sse_options.hpp"
@@ -95,11 +95,19 @@ class sse_session : public std::enable_shared_from_this<sse_session> {
   void close();
   std::string current_id() const;
 
+  // Timers bound to the shard's io_context itself: a type-erased executor
+  // would add tens of bytes to each of them in every idle session.
+  using timer = boost::asio::basic_waitable_timer<std::chrono::steady_clock,
+                                                  boost::asio::wait_traits<std::chrono::steady_clock>,
+                                                  boost::asio::io_context::executor_type>;
+
   io_shard& shard_;
   boost::asio::ip::tcp::socket socket_;
-  boost::asio::steady_timer heartbeat_;
-  boost::asio::steady_timer deadline_;
-  boost::asio::steady_timer expiry_;  // the credential's exp
+  timer heartbeat_;
+  // Made when first needed: most sessions never end by deadline, and a
+  // credential without exp has none.
+  std::unique_ptr<timer> deadline_;
+  std::unique_ptr<timer> expiry_;  // the credential's exp
   sse_request request_;
   const sse_options& options_;
   std::uint64_t id_ = 0;
@@ -112,7 +120,7 @@ class sse_session : public std::enable_shared_from_this<sse_session> {
   std::string preamble_;  // the HTTP response header, written before the first chunk
   std::vector<boost::asio::const_buffer> buffers_;
 
-  std::deque<out_item> queue_;
+  core::fifo<out_item> queue_;  // holds nothing while the session is idle
   std::size_t queued_bytes_ = 0;
   std::vector<out_item> writing_;  // kept alive while the write is in flight
   std::string chunk_head_;

@@ -51,12 +51,6 @@ struct session_check {
   std::size_t cursor_mismatches = 0;  // events whose cursor differs from another session's
 };
 
-std::string make_pad(std::size_t payload_bytes) {
-  // Sized so the whole payload object is about --payload-bytes long.
-  const std::size_t fixed = 49;
-  return std::string(payload_bytes > fixed ? payload_bytes - fixed : 0, 'x');
-}
-
 // Where the sessions connect: every one to the node, or round the cluster.
 std::vector<net::ip::tcp::endpoint> session_servers(const scenario_context& ctx) {
   if (ctx.session_servers.empty()) return {ctx.server};
@@ -79,7 +73,7 @@ class fanout_run final : public event_sink {
       : ctx_(ctx),
         extension_(extension),
         events_(ctx.opts.events),
-        pad_(make_pad(ctx.opts.payload_bytes)),
+        pad_(payload_pad(ctx.opts.payload_bytes)),
         pool_(ctx.ioc, session_servers(ctx), ctx.opts.peer, session_requests(ctx), ctx.opts.sessions,
               ctx.opts.connect_window, session_read_size, this),
         split_(ctx.opts.kind == scenario::resume ? ctx.opts.events / 2 : ctx.opts.events),

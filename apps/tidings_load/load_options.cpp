@@ -12,7 +12,7 @@ const char* const load_usage =
     "usage: tidings-load (--server HOST:PORT [--pid PID] | --tidingsd PATH [--node-arg ARG]...\n"
     "                     | --servers HOST:PORT,HOST:PORT,...)\n"
     "                    [--target tidings|nchan]\n"
-    "                    [--scenario fanout|many-streams|resume|restart|idle|cluster]\n"
+    "                    [--scenario fanout|many-streams|resume|restart|idle|cluster|publish]\n"
     "                    [--nodes N] [--publish-node K]\n"
     "                    [--sessions N] [--events N] [--streams C] [--batch B] [--rate R]\n"
     "                    [--streams-per-session M]\n"
@@ -40,6 +40,11 @@ const char* const load_usage =
     "  the stream's owner and its relay feeds (one per other node with sessions).\n"
     "  --tidingsd PATH --nodes M (3): starts M nodes on loopback, node 1 the seed of the others,\n"
     "  and waits until node 1 lists them all alive; --servers: a running cluster's nodes.\n"
+    "publish: the durable publish path alone, no sessions: K publishers (64) send E events\n"
+    "  (100000), B per request, over C streams (--streams, 1); prints events and requests\n"
+    "  acknowledged per second, ack latency and CPU per event. Against tidings every stream\n"
+    "  is then read back: its head moved by exactly the events acknowledged, and what it\n"
+    "  retains of them is each event once, each publisher's in order, cursors contiguous.\n"
     "idle: N sessions (10000) wait after hello; prints the node's RSS per idle session.\n"
     "  --uri URI: the sessions read an upstream resource (uri=) instead of --stream.\n"
     "  --hold-s N: once ready (a line 'ready: N sessions' on stdout), keep them open N s\n"
@@ -86,6 +91,7 @@ client::endpoint loopback_endpoint(const std::string& flag, const std::string& t
 load_options parse_load_options(const std::vector<std::string>& args) {
   load_options out;
   bool events_given = false;
+  bool publishers_given = false;
   for (std::size_t i = 0; i < args.size(); ++i) {
     const std::string& arg = args[i];
     auto value = [&]() -> std::string {
@@ -127,9 +133,11 @@ load_options parse_load_options(const std::vector<std::string>& args) {
         out.kind = scenario::idle;
       } else if (v == "cluster") {
         out.kind = scenario::cluster;
+      } else if (v == "publish") {
+        out.kind = scenario::publish;
       } else {
-        throw usage_error("--scenario is fanout, many-streams, resume, restart, idle or cluster, got '" + v +
-                          "'");
+        throw usage_error(
+            "--scenario is fanout, many-streams, resume, restart, idle, cluster or publish, got '" + v + "'");
       }
     } else if (arg == "--target") {
       const auto v = value();
@@ -158,6 +166,7 @@ load_options parse_load_options(const std::vector<std::string>& args) {
       out.payload_bytes = number(arg, value(), 0);
     } else if (arg == "--publishers") {
       out.publishers = number(arg, value(), 1);
+      publishers_given = true;
     } else if (arg == "--connect-window") {
       out.connect_window = number(arg, value(), 1);
     } else if (arg == "--stream") {
@@ -216,15 +225,23 @@ load_options parse_load_options(const std::vector<std::string>& args) {
       std::all_of(out.token.begin(), out.token.end(), [](unsigned char c) { return c > 32 && c < 127; });
   if (!token_ok) throw usage_error("--token must be printable ASCII without spaces");
   const bool many = out.kind == scenario::many_streams;
+  const bool publish = out.kind == scenario::publish;
   if (out.streams == 0) out.streams = many ? 1000 : 1;
-  if (out.streams > 1 && !many) throw usage_error("--streams goes with --scenario many-streams");
+  if (out.streams > 1 && !many && !publish)
+    throw usage_error("--streams goes with --scenario many-streams or publish");
   if (out.streams_per_session > std::min<std::size_t>(out.streams, 64))
     throw usage_error("--streams-per-session is at most --streams and 64 (a session's limit)");
   if (out.streams_per_session > 1 && out.peer == target::nchan)
     throw usage_error("--streams-per-session needs --target tidings");
   if (many && !events_given) out.events = 20000;
+  if (publish) {
+    if (out.sessions) throw usage_error("--scenario publish opens no sessions (--sessions does not apply)");
+    if (out.streams_per_session > 1) throw usage_error("--streams-per-session does not apply to publish");
+    if (!events_given) out.events = 100000;
+    if (!publishers_given) out.publishers = 64;
+  }
   // cluster: 333 sessions on each of 3 nodes.
-  if (out.sessions == 0)
+  if (out.sessions == 0 && !publish)
     out.sessions = many ? 2 * out.streams : out.kind == scenario::idle ? 10000 : cluster ? 999 : 1000;
   if ((out.kind == scenario::resume || out.kind == scenario::restart) && out.peer == target::nchan)
     throw usage_error(
@@ -235,8 +252,8 @@ load_options parse_load_options(const std::vector<std::string>& args) {
     throw usage_error("--scenario resume needs --events >= 2");
   if (out.peer == target::nchan && out.batch > 1)
     throw usage_error("--batch needs --target tidings (nchan takes one message per publish)");
-  if (out.kind == scenario::idle && !out.report_path.empty())
-    throw usage_error("--report goes with the publishing scenarios");
+  if ((out.kind == scenario::idle || publish) && !out.report_path.empty())
+    throw usage_error("--report goes with the scenarios that deliver to sessions (it plots deliveries)");
   if (out.kind == scenario::idle && (out.batch > 1 || out.rate > 0))
     throw usage_error("--batch and --rate go with the publishing scenarios");
   return out;

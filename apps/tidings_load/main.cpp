@@ -92,6 +92,7 @@ int main(int argc, char** argv) {
     scenario_context ctx{ioc, server, pids, opts, node.get(), cluster_servers};
     rc = opts.kind == scenario::idle      ? run_idle(ctx)
          : opts.kind == scenario::cluster ? run_cluster(ctx)
+         : opts.kind == scenario::publish ? run_publish(ctx)
                                           : run_fanout(ctx);
   }
 

@@ -48,5 +48,6 @@ class fanout_extension {
 int run_fanout(scenario_context& ctx, fanout_extension* extension = nullptr);
 int run_cluster(scenario_context& ctx);
 int run_idle(scenario_context& ctx);
+int run_publish(scenario_context& ctx);
 
 }  // namespace tidings::load

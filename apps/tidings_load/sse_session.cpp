@@ -23,9 +23,11 @@ bool starts_with(std::string_view s, std::string_view p) {
   return s.substr(0, p.size()) == p;
 }
 
-// The integer after `"key":` (optional spaces), or false.
-bool find_int(std::string_view text, std::string_view key, std::int64_t& out) {
-  const auto at = text.find(key);
+// The integer after `"key":` (optional spaces), searching from `from`, or
+// false. Searches start where the caller knows the key cannot be earlier:
+// scanning the whole line for every key was most of the tool's CPU.
+bool find_int(std::string_view text, std::string_view key, std::int64_t& out, std::size_t from = 0) {
+  const auto at = text.find(key, from);
   if (at == std::string_view::npos) return false;
   std::size_t i = at + key.size();
   while (i < text.size() && text[i] == ' ') ++i;
@@ -34,13 +36,17 @@ bool find_int(std::string_view text, std::string_view key, std::int64_t& out) {
 }
 
 // The string after `"key":"` up to the next quote (names and cursors have
-// no escapes), or empty.
-std::string_view find_string(std::string_view text, std::string_view key) {
-  const auto at = text.find(key);
+// no escapes), searching from `from`; empty when absent. `end` is set past
+// its closing quote.
+std::string_view find_string(std::string_view text, std::string_view key, std::size_t from,
+                             std::size_t& end) {
+  const auto at = text.find(key, from);
   if (at == std::string_view::npos) return {};
   const auto start = at + key.size();
-  const auto end = text.find('"', start);
-  return end == std::string_view::npos ? std::string_view{} : text.substr(start, end - start);
+  const auto close = text.find('"', start);
+  if (close == std::string_view::npos) return {};
+  end = close + 1;
+  return text.substr(start, close - start);
 }
 
 // hello's heads, {"streams":{"a":"E:N","b":"E:M"},...}, as the id vector
@@ -233,11 +239,15 @@ void sse_session::on_frame(std::string_view frame, std::int64_t now_ns) {
   delivery d;
   d.received_ns = now_ns;
   bool id_ok = !id.empty();
+  // Where our payload starts: nchan sends it as the whole line, Tidings
+  // inside its envelope, after the stream and cursor.
+  std::size_t payload = 0;
   if (peer_ == target::tidings) {
     // The event's own stream and cursor: the id holds every stream's
     // cursor when the session reads several.
-    d.stream = find_string(data, "\"stream\":\"");
-    const auto cursor = find_string(data, "\"cursor\":\"");
+    std::size_t after_stream = 0;
+    d.stream = find_string(data, "\"stream\":\"", 0, after_stream);
+    const auto cursor = find_string(data, "\"cursor\":\"", after_stream, payload);
     const auto colon = cursor.rfind(':');
     std::int64_t seq = 0;
     id_ok =
@@ -246,11 +256,14 @@ void sse_session::on_frame(std::string_view frame, std::int64_t now_ns) {
         seq > 0;
     d.seq = static_cast<std::uint64_t>(seq);
     d.cursor = cursor;
+    // The envelope's "data" object is our payload (the load tool's paths
+    // never hold that text).
+    if (const auto at = data.find("\"data\":{", payload); at != std::string_view::npos) payload = at + 7;
   }
   if (id_ok) last_id_.assign(id);
   if (id_ok && any_payload_) return observer_.on_event(id_, d);
-  if (!id_ok || !find_int(data, "\"t\":", d.sent_ns) || !find_int(data, "\"i\":", d.index) ||
-      !find_int(data, "\"p\":", d.publisher)) {
+  if (!id_ok || !find_int(data, "\"t\":", d.sent_ns, payload) ||
+      !find_int(data, "\"i\":", d.index, payload) || !find_int(data, "\"p\":", d.publisher, payload)) {
     return fail("unexpected event: " + std::string(frame.substr(0, 200)));
   }
   observer_.on_event(id_, d);

@@ -58,6 +58,11 @@ std::string publish_head_prefix(target t, const boost::asio::ip::tcp::endpoint& 
          "Content-Type: application/json\r\nContent-Length: ";
 }
 
+std::string payload_pad(std::size_t payload_bytes) {
+  const std::size_t fixed = 49;  // the payload without its pad, at typical figures
+  return std::string(payload_bytes > fixed ? payload_bytes - fixed : 0, 'x');
+}
+
 std::string publish_body(target t, std::int64_t sent_ns, std::int64_t index, std::size_t publisher,
                          const std::string& pad) {
   std::string payload = "{\"t\":" + std::to_string(sent_ns) + ",\"i\":" + std::to_string(index) +

@@ -31,6 +31,9 @@ std::vector<std::string> subscribe_requests(target t, const boost::asio::ip::tcp
 std::string publish_head_prefix(target t, const boost::asio::ip::tcp::endpoint& server,
                                 const std::string& stream, const std::string& token);
 
+// The padding that makes a whole payload object about `payload_bytes` long.
+std::string payload_pad(std::size_t payload_bytes);
+
 std::string publish_body(target t, std::int64_t sent_ns, std::int64_t index, std::size_t publisher,
                          const std::string& pad);
 // Tidings only: `count` events from `first` on as one JSON array.

@@ -40,3 +40,21 @@ TEST_CASE("check_resume on empty streams", "[retention]") {
   CHECK(check_resume(48, 50, 49) == resume_check::too_old);
   CHECK(check_resume(~0ull, 0, ~0ull) == resume_check::ok);
 }
+
+TEST_CASE("physical_trim_due deletes in chunks of a quarter of the retention", "[retention]") {
+  CHECK(trim_chunk(10000) == 2500);
+  CHECK(trim_chunk(100) == 64);  // never per event on small retentions
+  // Deleted below 1000 already: waits until 2500 more are trimmed.
+  CHECK(physical_trim_due(1000, 1001, 10000) == 0);
+  CHECK(physical_trim_due(1000, 3499, 10000) == 0);
+  CHECK(physical_trim_due(1000, 3500, 10000) == 3500);
+  // Nothing trimmed logically yet, or behind what is deleted.
+  CHECK(physical_trim_due(1000, 1000, 10000) == 0);
+  CHECK(physical_trim_due(1000, 900, 10000) == 0);
+}
+
+TEST_CASE("physical_trim_due after a restart deletes everything before first_seq at once", "[retention]") {
+  CHECK(physical_trim_due(0, 1, 10000) == 0);  // nothing to delete
+  CHECK(physical_trim_due(0, 2, 10000) == 2);
+  CHECK(physical_trim_due(0, 123456, 10000) == 123456);
+}

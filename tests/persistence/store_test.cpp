@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <chrono>
 #include <fstream>
+#include <functional>
 #include <future>
 
 #include <catch2/catch.hpp>
@@ -347,24 +348,34 @@ TEST_CASE("idempotency records round trip", "[store]") {
   CHECK_FALSE(rec);
 }
 
-TEST_CASE("allocate_stream_id persists across reopen", "[store]") {
+TEST_CASE("allocate_stream_id never hands out an id twice across reopens", "[store]") {
   temp_dir tmp;
   std::vector<std::uint64_t> ids;
-  {
-    auto db = open_store(tmp.db(), durability::none);
-    for (int i = 0; i < 3; ++i) {
+  auto take = [&ids](store& db, int n) {
+    for (int i = 0; i < n; ++i) {
       std::uint64_t id = 0;
-      REQUIRE(db->allocate_stream_id(&id).ok());
+      REQUIRE(db.allocate_stream_id(&id).ok());
       ids.push_back(id);
     }
+  };
+  {
+    auto db = open_store(tmp.db(), durability::none);
+    take(*db, 3);
   }
   {
+    // The rest of the first block is skipped, never reused.
     auto db = open_store(tmp.db());
-    std::uint64_t id = 0;
-    REQUIRE(db->allocate_stream_id(&id).ok());
-    ids.push_back(id);
+    take(*db, 1);
   }
-  CHECK(ids == std::vector<std::uint64_t>{1, 2, 3, 4});
+  {
+    // Past a block's end within one run: the next block is reserved.
+    auto db = open_store(tmp.db());
+    take(*db, static_cast<int>(store::stream_id_block) + 1);
+  }
+  CHECK(std::vector<std::uint64_t>(ids.begin(), ids.begin() + 3) == std::vector<std::uint64_t>{1, 2, 3});
+  CHECK(ids[3] == 1 + store::stream_id_block);
+  CHECK(std::adjacent_find(ids.begin(), ids.end(), std::greater_equal<>()) == ids.end());
+  CHECK(ids.back() == 1 + 3 * store::stream_id_block);
 }
 
 TEST_CASE("allocate_stream_id is unique under concurrency", "[store]") {
