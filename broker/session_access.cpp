@@ -118,6 +118,13 @@ bool session_access::admits(std::size_t index, std::string_view stream, const co
   return expr->admits(subject_, filters::scope_event{stream, f.path, type});
 }
 
+// A whole-stream grant with no notification scope: the common case, decided
+// once (streams_ never changes; a revoked or expired credential ends the
+// session through recheck(), not through admits()).
+bool session_access::admits_all(std::size_t index) const {
+  return index < streams_.size() && streams_[index].whole && !streams_[index].scope;
+}
+
 std::chrono::system_clock::time_point session_access::expires_at() const {
   using tp = std::chrono::system_clock::time_point;
   // exp as far as 9999-12-31 is common for "never"; past what a time_point

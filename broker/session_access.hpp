@@ -22,6 +22,7 @@ class session_access final : public relay::session_guard {
   session_access(session_auth_ptr auth, const auth_service& service, const std::vector<std::string>& streams);
 
   bool admits(std::size_t index, std::string_view stream, const core::sse_frame& f) override;
+  bool admits_all(std::size_t index) const override;
   std::chrono::system_clock::time_point expires_at() const override;
   std::optional<relay::auth_lapse> recheck() override;
 

@@ -27,6 +27,10 @@ class session_guard {
   virtual ~session_guard() = default;
   // The session's stream `index` (named `stream`) has event `f`.
   virtual bool admits(std::size_t index, std::string_view stream, const core::sse_frame& f) = 0;
+  // Whether admits() is true for every event of stream `index`, for as long
+  // as the credential holds: the session then skips the per-event call (a
+  // virtual call and two cache misses per delivery at 5 000 sessions).
+  virtual bool admits_all(std::size_t index) const = 0;
   // system_clock::time_point::max() when it never expires.
   virtual std::chrono::system_clock::time_point expires_at() const = 0;
   // nullopt while the credential holds, else why the session must end.

@@ -55,6 +55,7 @@ void sse_session::start() {
     subscription s;
     s.key = {request_.tenant, request_.streams[i].stream};
     s.prefix = request_.streams[i].prefix;
+    s.check_each = request_.guard && !request_.guard->admits_all(i);
     s.hub = shard_.hubs().get(s.key);
     if (request_.resume) s.position = (*request_.resume)[i];
     subs_.push_back(std::move(s));
@@ -237,7 +238,7 @@ void sse_session::accept_frame(std::size_t index, std::uint64_t epoch, const act
   if (f->seq <= sub.position.seq) return;                   // already delivered
   sub.position.seq = f->seq;
   if (!sub.prefix.empty() && !std::string_view(f->path).starts_with(sub.prefix)) return;
-  if (request_.guard && !request_.guard->admits(index, sub.key.name, *f)) return;
+  if (sub.check_each && !request_.guard->admits(index, sub.key.name, *f)) return;
   if (subs_.size() == 1) {
     enqueue({f, {}, index, 0, durable_at}, f->bytes.size());
   } else {

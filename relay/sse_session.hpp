@@ -56,6 +56,7 @@ class sse_session : public std::enable_shared_from_this<sse_session> {
   struct subscription {
     actors::stream_key key;
     std::string prefix;
+    bool check_each = false;  // the guard is asked about every event
     actors::hub_actor hub;
     core::cursor position;  // last event scanned (delivered or filtered out)
     sub_state state = sub_state::probing;
