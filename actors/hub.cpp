@@ -370,8 +370,16 @@ void on_fetch(self_ptr self, const fetch_request_ptr& req) {
     case core::resume_check::ahead_of_head:
       // In this epoch, a cursor past the head was handed out by another
       // term's owner, unless the followers have confirmed ours: the hub is
-      // then fenced shortly, and the fetch goes on to its successor.
+      // then fenced shortly, and the fetch goes on to its successor. A
+      // confirmation from before a pause may be stale, so the followers
+      // are asked again once before the cursor is called bogus.
       if (replicating(st) && !st.confirmed) return st.held_ahead.push_back(req);
+      if (replicating(st) && !st.ahead_rechecked) {
+        st.confirmed = false;
+        st.held_ahead.push_back(req);
+        caf::anon_send(*st.replicator, reconfirm_atom::value);
+        return;
+      }
       return send(fetch_status::resync, "cursor_ahead");
     case core::resume_check::ok:
       break;
@@ -732,7 +740,10 @@ hub_actor::behavior_type hub(hub_actor::stateful_pointer<hub_state> self, hub_co
         if (!confirmed || st.moved) return;
         std::vector<fetch_request_ptr> held;
         held.swap(st.held_ahead);
+        // Confirmed just now: what is still past the head is bogus.
+        st.ahead_rechecked = true;
         for (auto& f : held) on_fetch(self, f);
+        st.ahead_rechecked = false;
       },
       [self](check_term_atom, std::uint64_t term, const std::string& member) {
         on_check_term(self, term, member);

@@ -44,6 +44,9 @@ struct replica_base {
 using ship_atom = caf::atom_constant<caf::atom("rship")>;
 using local_atom = caf::atom_constant<caf::atom("rlocal")>;
 using begin_atom = caf::atom_constant<caf::atom("rbegin")>;
+// A fetch came for a cursor past the head: have every follower answer in
+// this term again before the hub calls that cursor bogus.
+using reconfirm_atom = caf::atom_constant<caf::atom("rrecheck")>;
 // shipper -> hub
 using replicated_atom = caf::atom_constant<caf::atom("rrepl")>;
 using fenced_atom = caf::atom_constant<caf::atom("rfenced")>;
@@ -65,7 +68,9 @@ using replicator_actor = caf::typed_actor<
     // A write the hub just submitted to its own store.
     caf::reacts_to<ship_atom, replica_batch_ptr>,
     // The hub's own store holds the log durably up to this seq.
-    caf::reacts_to<local_atom, std::uint64_t>>;
+    caf::reacts_to<local_atom, std::uint64_t>,
+    // Probe the followers again and report `confirmed` afresh.
+    caf::reacts_to<reconfirm_atom>>;
 
 }  // namespace tidings::actors
 

@@ -289,6 +289,21 @@ void fence(self_ptr self, const std::string& by) {
   self->send(st.cfg.hub, actors::fenced_atom::value, by);
 }
 
+// Followers dropped as lost and seen again in one view change keep their
+// old confirmation; a paused owner that resumes is such a case, and its
+// followers may have moved on to a newer term. Probing them all again
+// settles it: they answer in this term (confirmed) or fence this node.
+void reconfirm(self_ptr self) {
+  auto& st = self->state;
+  if (st.fenced) return;
+  for (const auto& [id, f] : st.followers) {
+    st.unconfirmed.insert(id);
+    probe(self, id);
+  }
+  st.confirmed_sent = st.unconfirmed.empty();
+  self->send(st.cfg.hub, actors::confirmed_atom::value, *st.confirmed_sent);
+}
+
 void on_reply(self_ptr self, const std::string& id, std::uint64_t generation, bool catch_up_reply,
               std::uint64_t shipped_then, const proto::ReplicaReply& r) {
   auto& st = self->state;
@@ -330,8 +345,13 @@ void on_reply(self_ptr self, const std::string& id, std::uint64_t generation, bo
     case proto::ReplicaReply::FENCED: {
       auto m = st.cfg.view->current();
       const auto& writer = r.term_owner();
-      if (writer != st.self_id && m->node_of(writer)) return fence(self, writer);
-      // A term a lost member (or this node, before) reached: go past it.
+      // Another member's newer term: step down and take its log, from the
+      // writer, or while that one is lost, from this follower, which holds
+      // a copy of it. Going past a lost writer's term would drop what it
+      // acknowledged: a paused owner that resumes may see this follower
+      // before it sees the member that took over (ADR 0017).
+      if (writer != st.self_id) return fence(self, m->node_of(writer) ? writer : id);
+      // A term this node reached before (then restarted): go past it.
       st.meta.term = std::max(st.meta.term, r.term()) + 1;
       logging::info("replication.term_raised", {{"stream", st.cfg.stream.name}, {"term", st.meta.term}});
       self->send(st.cfg.hub, actors::term_atom::value, st.meta.term);
@@ -494,6 +514,7 @@ shipper_actor::behavior_type log_shipper(shipper_actor::stateful_pointer<shipper
       [self](actors::begin_atom, const actors::replica_start_ptr& start) { on_begin(self, start); },
       [self](actors::ship_atom, const actors::replica_batch_ptr& batch) { on_ship(self, batch); },
       [self](actors::local_atom, std::uint64_t seq) { on_local(self, seq); },
+      [self](actors::reconfirm_atom) { reconfirm(self); },
       [self](view_atom) { refresh(self); },
       [self](retry_atom, const std::string& id, std::uint64_t generation) {
         auto& st = self->state;
