@@ -327,7 +327,9 @@ bool collect(hub_state& st, std::uint64_t after_seq, std::size_t max, std::size_
   return true;
 }
 
-void on_fetch(self_ptr self, const fetch_request_ptr& req) {
+// `rechecked`: the followers have just confirmed this term again, so a
+// cursor past the head is bogus now.
+void on_fetch(self_ptr self, const fetch_request_ptr& req, bool rechecked = false) {
   auto& st = self->state;
   if (st.moved) return caf::anon_send(st.cfg.registry->get(st.cfg.stream), fetch_atom::value, req);
   if (st.awaiting) return st.held_fetches.push_back(req);
@@ -374,7 +376,7 @@ void on_fetch(self_ptr self, const fetch_request_ptr& req) {
       // confirmation from before a pause may be stale, so the followers
       // are asked again once before the cursor is called bogus.
       if (replicating(st) && !st.confirmed) return st.held_ahead.push_back(req);
-      if (replicating(st) && !st.ahead_rechecked) {
+      if (replicating(st) && !rechecked) {
         st.confirmed = false;
         st.held_ahead.push_back(req);
         caf::anon_send(*st.replicator, reconfirm_atom::value);
@@ -740,10 +742,7 @@ hub_actor::behavior_type hub(hub_actor::stateful_pointer<hub_state> self, hub_co
         if (!confirmed || st.moved) return;
         std::vector<fetch_request_ptr> held;
         held.swap(st.held_ahead);
-        // Confirmed just now: what is still past the head is bogus.
-        st.ahead_rechecked = true;
-        for (auto& f : held) on_fetch(self, f);
-        st.ahead_rechecked = false;
+        for (auto& f : held) on_fetch(self, f, true);
       },
       [self](check_term_atom, std::uint64_t term, const std::string& member) {
         on_check_term(self, term, member);

@@ -128,7 +128,6 @@ struct hub_state {
   // past the head wait here until then.
   bool confirmed = true;
   std::vector<fetch_request_ptr> held_ahead;
-  bool ahead_rechecked = false;  // inside the re-run of held_ahead after a confirmation
 
   // The ring's memory leaves the node-wide gauge with the hub.
   ~hub_state() {

@@ -300,8 +300,8 @@ void reconfirm(self_ptr self) {
     st.unconfirmed.insert(id);
     probe(self, id);
   }
-  st.confirmed_sent = st.unconfirmed.empty();
-  self->send(st.cfg.hub, actors::confirmed_atom::value, *st.confirmed_sent);
+  st.confirmed_sent.reset();  // the hub waits for an answer, even an unchanged one
+  report_confirmed(self);
 }
 
 void on_reply(self_ptr self, const std::string& id, std::uint64_t generation, bool catch_up_reply,
