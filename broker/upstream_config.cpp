@@ -1,6 +1,7 @@
 #include "broker/upstream_config.hpp"
 
 #include <yaml-cpp/yaml.h>
+#include <algorithm>
 #include <boost/asio/post.hpp>
 #include <cstdlib>
 #include <map>
@@ -206,12 +207,14 @@ json settings_of(const sources::file::file_config& c) {
 json settings_of(const sources::web::web_config& c) {
   json out = json::array();
   for (const auto& r : c.resources) {
+    // As it runs: a new poll floor matters only where it moves an interval.
+    auto interval = r.kind == sources::web::strategy::poll ? std::max(r.interval, c.poll_floor) : r.interval;
     json one = {{"uri", r.uri},
                 {"name", r.name},
                 {"description", r.description},
                 {"mime_type", r.mime_type},
                 {"kind", r.kind == sources::web::strategy::webhook ? "webhook" : "poll"},
-                {"interval_ms", r.interval.count()}};
+                {"interval_ms", interval.count()}};
     if (r.backend)
       one["backend"] = {{"url", r.backend->url},
                         {"headers", r.backend->headers},
@@ -259,7 +262,9 @@ std::optional<std::string> parse_upstreams(const YAML::Node& section, upstreams_
   yaml_reader r("upstreams");
   *out = upstreams_config();
   try {
-    if (!r.known_keys(section, "", {"mcp", "kube", "postgres", "files", "resources", "allowed_origins"})) {
+    if (!r.known_keys(
+            section, "",
+            {"mcp", "kube", "postgres", "files", "resources", "allowed_origins", "poll_floor_ms"})) {
       // known_keys names the path as "upstreams..key"; tidy it.
       auto e = *r.error();
       if (auto p = e.find(".."); p != std::string::npos) e.erase(p, 1);
@@ -281,6 +286,12 @@ std::optional<std::string> parse_upstreams(const YAML::Node& section, upstreams_
     if (section["allowed_origins"] &&
         !r.texts(section["allowed_origins"], "allowed_origins", &out->web.allowed_origins))
       return r.error();
+    if (section["poll_floor_ms"]) {
+      if (!r.millis(section["poll_floor_ms"], "poll_floor_ms", &out->web.poll_floor)) return r.error();
+      if (out->web.poll_floor < sources::web::lowest_poll_floor)
+        return "upstreams.poll_floor_ms: must be at least " +
+               std::to_string(sources::web::lowest_poll_floor.count());
+    }
   } catch (const YAML::Exception& e) {
     return "upstreams: " + std::string(e.what());
   }

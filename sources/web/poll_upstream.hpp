@@ -1,11 +1,11 @@
 #pragma once
 
 // The explicit opt-in poll (DESIGN.md invariant 1's one exception): GET the
-// backend every interval (10 s floor) while subscribed, compare the body's
-// SHA-256 with the last one, and announce an update only when it moved.
-// The first fetch is the baseline and never notifies; a failed fetch (an
-// error, or a status not accepted) is skipped: no baseline change, a
-// counter bumped.
+// backend every interval (at least the operator's floor, 10 s by default)
+// while subscribed, compare the body's SHA-256 with the last one, and
+// announce an update only when it moved. The first fetch is the baseline and
+// never notifies; a failed fetch (an error, or a status not accepted) is
+// skipped: no baseline change, a counter bumped.
 
 #include <cstdint>
 #include <memory>
@@ -23,7 +23,8 @@ namespace tidings::sources::web {
 class poll_upstream final : public upstream {
  public:
   const char* strategy() const override { return "poll"; }
-  poll_upstream(boost::asio::io_context& ioc, const web_resource_config& resource);
+  poll_upstream(boost::asio::io_context& ioc, const web_resource_config& resource,
+                std::chrono::milliseconds floor);
   ~poll_upstream() override;
 
   void subscribe(handlers h) override;

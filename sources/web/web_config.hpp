@@ -25,8 +25,10 @@ struct backend_config {
 
 enum class strategy { webhook, poll };
 
-// The poll interval floor: a misconfigured watch cannot hammer a backend.
-inline constexpr std::chrono::milliseconds poll_floor{10000};
+// The poll interval floor unless the operator sets another
+// (upstreams.poll_floor_ms): a misconfigured watch cannot hammer a backend.
+inline constexpr std::chrono::milliseconds default_poll_floor{10000};
+inline constexpr std::chrono::milliseconds lowest_poll_floor{100};
 
 struct web_resource_config {
   std::string uri;
@@ -39,13 +41,16 @@ struct web_resource_config {
   // An empty token is replaced by a random UUIDv4 when the connector starts.
   std::string token;
   std::vector<std::string> previous_tokens;
-  // poll (needs a backend): raised to poll_floor when smaller.
+  // poll (needs a backend): raised to web_config::poll_floor when smaller.
   std::chrono::milliseconds interval{60000};
 };
 
 struct web_config {
   std::vector<web_resource_config> resources;
   std::vector<std::string> allowed_origins;  // for POST /webhooks/...; no Origin header always passes
+  // An operator's bound, not a resource's (at least lowest_poll_floor); the
+  // tests lower it so that a poll is seen in a second rather than ten.
+  std::chrono::milliseconds poll_floor = default_poll_floor;
 };
 
 // A webhook resource's tokens, as a reload hands them to the running

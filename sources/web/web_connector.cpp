@@ -38,12 +38,12 @@ std::string random_uuid_v4() {
 
 web_connector::web_connector(boost::asio::io_context& ioc, web_config cfg) : ioc_(ioc), cfg_(std::move(cfg)) {
   for (auto& r : cfg_.resources) {
-    if (r.kind == strategy::poll && r.interval < poll_floor) {
+    if (r.kind == strategy::poll && r.interval < cfg_.poll_floor) {
       logging::warn("source.poll_interval_raised",
                     {{"uri", r.uri},
                      {"configured_ms", static_cast<std::int64_t>(r.interval.count())},
-                     {"interval_ms", static_cast<std::int64_t>(poll_floor.count())}});
-      r.interval = poll_floor;
+                     {"interval_ms", static_cast<std::int64_t>(cfg_.poll_floor.count())}});
+      r.interval = cfg_.poll_floor;
     }
     if (r.kind == strategy::webhook && r.token.empty()) {
       r.token = random_uuid_v4();
@@ -93,7 +93,7 @@ std::unique_ptr<upstream> web_connector::open(const std::string& uri, std::strin
     *error = uri + " is not a configured webhook or poll resource";
     return nullptr;
   }
-  if (r->kind == strategy::poll) return std::make_unique<poll_upstream>(ioc_, *r);
+  if (r->kind == strategy::poll) return std::make_unique<poll_upstream>(ioc_, *r, cfg_.poll_floor);
   if (auto old = live_.find(uri); old != live_.end()) {
     // The registry opens a key again only after the previous source ended;
     // should a close still be on its way, the new upstream takes over.

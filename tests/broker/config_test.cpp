@@ -248,6 +248,36 @@ TEST_CASE("a reload applies webhook tokens live, other upstream changes need a r
   CHECK_FALSE(plan.webhook_tokens);
 }
 
+TEST_CASE("upstreams.poll_floor_ms bounds every poll: 10 s unless set, never under 100 ms", "[config]") {
+  auto poll_yaml = [](const std::string& floor) {
+    return "upstreams:\n" + floor +
+           "  resources:\n"
+           "    - uri: drive://reports\n"
+           "      backend: {url: \"http://127.0.0.1:9/r\"}\n"
+           "      watch: {strategy: {type: poll, interval_ms: 500}}\n";
+  };
+  temp_file file(poll_yaml(""));
+  CHECK(parsed({"--config", file.path()}).upstreams.web.poll_floor == std::chrono::seconds(10));
+  file.write(poll_yaml("  poll_floor_ms: 300\n"));
+  auto running = parsed({"--config", file.path()});
+  CHECK(running.upstreams.web.poll_floor == std::chrono::milliseconds(300));
+  file.write(poll_yaml("  poll_floor_ms: 99\n"));
+  CHECK(parse_error({"--config", file.path()}).ends_with("upstreams.poll_floor_ms: must be at least 100"));
+  file.write(poll_yaml("  poll_floor_ms: soon\n"));
+  CHECK(parse_error({"--config", file.path()}).find("poll_floor_ms: must be milliseconds") !=
+        std::string::npos);
+  // A reload with a new floor that moves a running poll restarts its
+  // connector; one that moves none changes nothing.
+  file.write(poll_yaml("  poll_floor_ms: 600\n"));  // the 500 ms interval becomes 600
+  auto plan = plan_for(running, file.path());
+  CHECK(plan.restart_needed.empty());
+  CHECK(plan.upstream_changes.changed == std::vector<std::string>{"resources"});
+  file.write(poll_yaml("  poll_floor_ms: 200\n"));
+  plan = plan_for(running, file.path());
+  CHECK(plan.restart_needed.empty());
+  CHECK(plan.upstream_changes.changed.empty());
+}
+
 TEST_CASE("replication-factor and write-quorum are checked against each other", "[config][replication]") {
   auto c = parsed({});
   CHECK(c.replication_factor == 2);
