@@ -16,13 +16,15 @@
 
 #include <unistd.h>
 
+#include "tests/support/build_paths.hpp"
+
 using namespace tidings::broker;
 using tidings::logging::level;
 
 namespace {
 
 std::filesystem::path example_path() {
-  return std::filesystem::path(TIDINGS_SOURCE_DIR) / "config/tidings.example.yaml";
+  return std::filesystem::path(tidings::testing::source_dir()) / "config/tidings.example.yaml";
 }
 
 std::string read_text(const std::filesystem::path& p) {

@@ -1,4 +1,5 @@
 #include "tests/deploy/compose_file.hpp"
+#include "tests/support/build_paths.hpp"
 
 #include <algorithm>
 #include <cctype>
@@ -57,7 +58,7 @@ std::vector<std::pair<std::string, std::string>> flag_pairs(const std::string& n
 }  // namespace
 
 std::filesystem::path source_dir() {
-  return TIDINGS_SOURCE_DIR;
+  return testing::source_dir();
 }
 
 YAML::Node load_compose() {

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "tests/support/build_paths.hpp"
 #include "tests/support/command_run.hpp"
 #include "tests/support/tidingsd_process.hpp"
 
@@ -20,7 +21,7 @@ using namespace std::chrono_literals;
 using namespace tidings::testing;
 
 std::filesystem::path example_config() {
-  return std::filesystem::path(TIDINGS_SOURCE_DIR) / "config/tidings.example.yaml";
+  return std::filesystem::path(source_dir()) / "config/tidings.example.yaml";
 }
 
 constexpr const char* secret = "0123456789abcdef0123456789abcdef-check";

@@ -1,7 +1,7 @@
 #pragma once
 
 // Running the real `tidings` CLI against a test node (cli_test.cpp,
-// watch_cli_test.cpp). TIDINGS_CLI_PATH comes from tests/integration/CMakeLists.txt.
+// watch_cli_test.cpp).
 
 #include <chrono>
 #include <sstream>
@@ -9,10 +9,7 @@
 #include <vector>
 
 #include "client/http_client.hpp"
-
-#ifndef TIDINGS_CLI_PATH
-#error "TIDINGS_CLI_PATH must name the tidings binary (set by tests/integration/CMakeLists.txt)"
-#endif
+#include "tests/support/build_paths.hpp"
 
 namespace tidings::testing {
 
@@ -24,7 +21,7 @@ inline std::string server_arg(const client::endpoint& ep) {
 
 // `tidings --server HOST:PORT args...`
 inline std::vector<std::string> cli(const client::endpoint& ep, std::vector<std::string> args) {
-  std::vector<std::string> argv{TIDINGS_CLI_PATH, "--server", server_arg(ep)};
+  std::vector<std::string> argv{tidings_cli_path(), "--server", server_arg(ep)};
   for (auto& a : args) argv.push_back(std::move(a));
   return argv;
 }

@@ -13,6 +13,7 @@
 
 #include "client/http_client.hpp"
 #include "client/sse_client.hpp"
+#include "tests/support/build_paths.hpp"
 #include "tests/support/command_run.hpp"
 #include "tests/support/publishing.hpp"
 #include "tests/support/sse_reading.hpp"
@@ -207,7 +208,7 @@ TEST_CASE("tidingsd exits 2 on --durability maybe", "[config]") {
 
 TEST_CASE("the repo's example config starts a node as is", "[config]") {
   temp_dir data;
-  auto example = std::filesystem::path(TIDINGS_SOURCE_DIR) / "config/tidings.example.yaml";
+  auto example = std::filesystem::path(source_dir()) / "config/tidings.example.yaml";
   // The harness adds --listen 127.0.0.1:0 and --data-dir: flags win over the file.
   tidingsd_process node(data.path(), {"--config", example.string()});
   auto r = client::request(node.endpoint(), "GET", "/healthz");

@@ -15,6 +15,7 @@
 #include "client/sse_client.hpp"
 #include "core/cursor.hpp"
 #include "tests/integration/cli_invocation.hpp"
+#include "tests/support/build_paths.hpp"
 #include "tests/support/command_run.hpp"
 #include "tests/support/publishing.hpp"
 #include "tests/support/sse_reading.hpp"
@@ -285,7 +286,7 @@ TEST_CASE("cli watch command usage errors exit 2 without touching the server", "
 }
 
 TEST_CASE("cli --help describes the watch commands", "[cli][watch]") {
-  auto r = run_command({TIDINGS_CLI_PATH, "--help"}, std::nullopt, command_timeout);
+  auto r = run_command({tidings_cli_path(), "--help"}, std::nullopt, command_timeout);
   INFO(describe(r));
   CHECK(r.exit_code == 0);
   CHECK(r.out.find("watch-start NAME URI [--on-event FILE] [--debounce-ms MS]") != std::string::npos);

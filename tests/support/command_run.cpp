@@ -1,4 +1,5 @@
 #include "tests/support/command_run.hpp"
+#include "tests/support/build_paths.hpp"
 #include "tests/support/process_status.hpp"
 
 #include <fcntl.h>
@@ -14,10 +15,6 @@
 #include <cerrno>
 #include <cstring>
 #include <stdexcept>
-
-#ifndef TIDINGSD_PATH
-#error "TIDINGSD_PATH must name the tidingsd binary (set by tests/support/CMakeLists.txt)"
-#endif
 
 namespace tidings::testing {
 
@@ -61,7 +58,7 @@ ssize_t write_without_sigpipe(int fd, const char* data, std::size_t size) {
 }  // namespace
 
 const char* tidingsd_binary() {
-  return TIDINGSD_PATH;
+  return tidingsd_path().c_str();
 }
 
 std::string describe(const command_result& r) {

@@ -5,6 +5,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "tests/support/build_paths.hpp"
 #include "tests/support/command_run.hpp"
 
 namespace tidings::testing {
@@ -41,8 +42,7 @@ scraped_metrics scrape_metrics(const client::endpoint& ep, const std::string& to
   if (r.status != 200) throw std::runtime_error("GET /metrics: " + std::to_string(r.status) + " " + r.body);
   if (r.headers["content-type"].rfind("text/plain; version=0.0.4", 0) != 0)
     throw std::runtime_error("GET /metrics: content type " + r.headers["content-type"]);
-  auto parsed =
-      run_command({"/usr/bin/python3", TIDINGS_SOURCE_DIR "/tests/support/parse_metrics.py"}, r.body);
+  auto parsed = run_command({"/usr/bin/python3", source_dir() + "/tests/support/parse_metrics.py"}, r.body);
   if (parsed.exit_code != 0) throw std::runtime_error("/metrics did not parse: " + describe(parsed));
   auto j = nlohmann::json::parse(parsed.out);
   scraped_metrics out;

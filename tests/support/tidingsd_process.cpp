@@ -1,4 +1,5 @@
 #include "tests/support/tidingsd_process.hpp"
+#include "tests/support/build_paths.hpp"
 #include "tests/support/process_status.hpp"
 
 #include <fcntl.h>
@@ -14,10 +15,6 @@
 #include <cstring>
 #include <stdexcept>
 #include <system_error>
-
-#ifndef TIDINGSD_PATH
-#error "TIDINGSD_PATH must name the tidingsd binary (set by tests/support/CMakeLists.txt)"
-#endif
 
 namespace tidings::testing {
 
@@ -64,7 +61,7 @@ tidingsd_process::tidingsd_process(const std::filesystem::path& data_dir, std::v
                                    std::chrono::milliseconds start_timeout) {
   // Everything the child needs is built before fork: after fork in a
   // threaded process only async-signal-safe calls are allowed.
-  std::vector<std::string> args{TIDINGSD_PATH, "--listen", "127.0.0.1:0", "--data-dir", data_dir.string()};
+  std::vector<std::string> args{tidingsd_path(), "--listen", "127.0.0.1:0", "--data-dir", data_dir.string()};
   for (auto& a : extra_args) args.push_back(std::move(a));
   std::vector<char*> argv;
   for (auto& a : args) argv.push_back(a.data());

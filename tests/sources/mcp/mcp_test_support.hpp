@@ -1,7 +1,7 @@
 #pragma once
 
 // Helpers for the connector tests against real MCP servers: where the
-// servers are (TIDINGS_MCP_SERVERS_DIR, installed by tests/mcp-servers/setup),
+// servers are (tests/mcp-servers, installed by tests/mcp-servers/setup),
 // configs for them, awaiting a condition on the io_context (never a sleep),
 // and HTTP servers run as child processes that are always cleaned up.
 
@@ -26,11 +26,12 @@
 #include "sources/mcp/child_process.hpp"
 #include "sources/mcp/mcp_config.hpp"
 #include "sources/mcp/mcp_connector.hpp"
+#include "tests/support/build_paths.hpp"
 
 namespace tidings::sources::mcp::test {
 
 inline std::string servers_dir() {
-  return TIDINGS_MCP_SERVERS_DIR;
+  return tidings::testing::source_dir() + "/tests/mcp-servers";
 }
 
 // Fails (not skips) when the npm servers are not installed.
