@@ -6,9 +6,8 @@
 
 namespace tidings::sources::web {
 
-poll_upstream::poll_upstream(boost::asio::io_context& ioc, const web_resource_config& resource,
-                             std::chrono::milliseconds floor)
-    : ioc_(ioc), resource_(resource), interval_(std::max(resource.interval, floor)), timer_(ioc) {}
+poll_upstream::poll_upstream(boost::asio::io_context& ioc, const web_resource_config& resource)
+    : ioc_(ioc), resource_(resource), interval_(resource.interval), timer_(ioc) {}
 
 poll_upstream::~poll_upstream() {
   close();

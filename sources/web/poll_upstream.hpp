@@ -23,8 +23,8 @@ namespace tidings::sources::web {
 class poll_upstream final : public upstream {
  public:
   const char* strategy() const override { return "poll"; }
-  poll_upstream(boost::asio::io_context& ioc, const web_resource_config& resource,
-                std::chrono::milliseconds floor);
+  // `resource.interval` as web_connector raised it to the operator's floor.
+  poll_upstream(boost::asio::io_context& ioc, const web_resource_config& resource);
   ~poll_upstream() override;
 
   void subscribe(handlers h) override;

@@ -93,7 +93,7 @@ std::unique_ptr<upstream> web_connector::open(const std::string& uri, std::strin
     *error = uri + " is not a configured webhook or poll resource";
     return nullptr;
   }
-  if (r->kind == strategy::poll) return std::make_unique<poll_upstream>(ioc_, *r, cfg_.poll_floor);
+  if (r->kind == strategy::poll) return std::make_unique<poll_upstream>(ioc_, *r);
   if (auto old = live_.find(uri); old != live_.end()) {
     // The registry opens a key again only after the previous source ended;
     // should a close still be on its way, the new upstream takes over.
