@@ -23,8 +23,8 @@ stage() {  # name, command...
 # ctest prints "  12/591 Test  #12: name .....   Passed    1.23 sec".
 slowest_tests() {  # build-dir
   sed -n -E 's/^ *[0-9]+\/[0-9]+ +Test +#[0-9]+: (.*[^ .]) \.+.* ([0-9]+\.[0-9]+) sec$/\2\t\1/p' \
-    "$1/ctest-output.log" | sort -t$'\t' -k1,1 -g -r | head -n 15 |
-    awk -F'\t' '{ printf "  %8.2f s  %s\n", $1, $2 }'
+    "$1/ctest-output.log" | sort -t$'\t' -k1,1 -g -r |
+    awk -F'\t' 'NR <= 15 { printf "  %8.2f s  %s\n", $1, $2 }'
 }
 
 stage_report() {
@@ -41,7 +41,7 @@ stage_report() {
   fi
   printf '  %-22s %6d s\n' total $((SECONDS - stage_started))
   if command -v ccache >/dev/null 2>&1; then
-    echo "  ccache: $(ccache -s 2>/dev/null | grep -E '^ *Hits:' | head -n 1 | sed 's/^ *//')"
+    echo "  ccache: $(ccache -s 2>/dev/null | awk '/^ *Hits:/ && !seen++ { sub(/^ */, ""); print }')"
   fi
   local dir
   for dir in "${stage_ctest_dirs[@]}"; do
