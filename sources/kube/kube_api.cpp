@@ -9,8 +9,8 @@ namespace tidings::sources::kube {
 
 using nlohmann::json;
 
-http_headers kube_headers(const kube_config& config) {
-  http_headers h = {{"Accept", "application/json"}};
+net::http_headers kube_headers(const kube_config& config) {
+  net::http_headers h = {{"Accept", "application/json"}};
   if (!config.token.empty()) h.emplace_back("Authorization", "Bearer " + config.token);
   return h;
 }
@@ -33,22 +33,22 @@ namespace {
 
 // Lists page by page (limit / continue), so a large collection never comes
 // as one huge body; the pages share one size budget, max_list_bytes.
-class list_pager : public http_call, public std::enable_shared_from_this<list_pager> {
+class list_pager : public net::http_call, public std::enable_shared_from_this<list_pager> {
  public:
   list_pager(boost::asio::io_context& ioc, const kube_config& config, std::string target,
              std::function<void(std::string error, kube_list list)> done)
       : ioc_(ioc), config_(config), target_(std::move(target)), done_(std::move(done)) {}
 
   void fetch(const std::string& continue_token) {
-    http_request req;
+    net::http_request req;
     req.url = config_.server + target_ + (target_.find('?') == std::string::npos ? "?" : "&") +
               "limit=" + std::to_string(config_.list_page_size);
     if (!continue_token.empty()) req.url += "&continue=" + percent_encode(continue_token);
     req.headers = kube_headers(config_);
     req.timeout = config_.request_timeout;
     req.max_body_bytes = config_.max_list_bytes - std::min(config_.max_list_bytes, bytes_);
-    call_ = http_fetch(ioc_, std::move(req),
-                       [self = shared_from_this()](http_result r) { self->on_page(std::move(r)); });
+    call_ = net::http_fetch(ioc_, std::move(req),
+                            [self = shared_from_this()](net::http_result r) { self->on_page(std::move(r)); });
   }
 
   void cancel() override {
@@ -58,7 +58,7 @@ class list_pager : public http_call, public std::enable_shared_from_this<list_pa
   }
 
  private:
-  void on_page(http_result r) {
+  void on_page(net::http_result r) {
     call_.reset();
     if (cancelled_) return;
     if (!r.error.empty()) return finish(std::move(r.error));
@@ -115,7 +115,7 @@ class list_pager : public http_call, public std::enable_shared_from_this<list_pa
   const kube_config config_;
   std::string target_;
   std::function<void(std::string error, kube_list list)> done_;
-  std::shared_ptr<http_call> call_;
+  std::shared_ptr<net::http_call> call_;
   kube_list list_;
   std::size_t bytes_ = 0;
   int pages_ = 0;
@@ -124,9 +124,9 @@ class list_pager : public http_call, public std::enable_shared_from_this<list_pa
 
 }  // namespace
 
-std::shared_ptr<http_call> kube_list_request(boost::asio::io_context& ioc, const kube_config& config,
-                                             const std::string& target,
-                                             std::function<void(std::string error, kube_list list)> done) {
+std::shared_ptr<net::http_call> kube_list_request(
+    boost::asio::io_context& ioc, const kube_config& config, const std::string& target,
+    std::function<void(std::string error, kube_list list)> done) {
   auto pager = std::make_shared<list_pager>(ioc, config, target, std::move(done));
   pager->fetch("");
   return pager;

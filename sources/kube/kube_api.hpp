@@ -11,7 +11,7 @@
 #include <boost/asio/io_context.hpp>
 #include <nlohmann/json.hpp>
 
-#include "sources/http/http_client.hpp"
+#include "net/http_client.hpp"
 #include "sources/kube/kube_config.hpp"
 
 namespace tidings::sources::kube {
@@ -23,7 +23,7 @@ struct kube_list {
   std::string resource_version;
 };
 
-http_headers kube_headers(const kube_config& config);
+net::http_headers kube_headers(const kube_config& config);
 
 // "404 Not Found: <the Status message>", or a snippet of a non-Status body.
 std::string kube_status_message(int status, std::string_view body);
@@ -31,8 +31,8 @@ std::string kube_status_message(int status, std::string_view body);
 // GETs `target` (a collection path plus selectors), page by page. `done`
 // gets "" and the list, or the error (the API server's message for a
 // non-200 answer). Never called back after cancel().
-std::shared_ptr<http_call> kube_list_request(boost::asio::io_context& ioc, const kube_config& config,
-                                             const std::string& target,
-                                             std::function<void(std::string error, kube_list list)> done);
+std::shared_ptr<net::http_call> kube_list_request(
+    boost::asio::io_context& ioc, const kube_config& config, const std::string& target,
+    std::function<void(std::string error, kube_list list)> done);
 
 }  // namespace tidings::sources::kube

@@ -27,10 +27,10 @@ kube_connector::~kube_connector() {
 
 void kube_connector::start(std::function<void(std::string error)> done) {
   std::string error;
-  http_url url;
+  net::http_url url;
   if (config_.context.empty()) {
     error = name_ + ": no context name";
-  } else if (!parse_http_url(config_.server, &url, &error)) {
+  } else if (!net::parse_http_url(config_.server, &url, &error)) {
     error = name_ + ": bad server URL " + config_.server + ": " + error;
   }
   boost::asio::post(ioc_, [alive = std::weak_ptr<bool>(alive_), done = std::move(done), error]() {

@@ -10,7 +10,7 @@
 
 #include <boost/asio/io_context.hpp>
 
-#include "sources/http/http_client.hpp"
+#include "net/http_client.hpp"
 #include "sources/kube/kube_config.hpp"
 #include "sources/upstream.hpp"
 
@@ -43,7 +43,7 @@ class kube_connector final : public connector {
   kube_config config_;
   std::string name_;
   // One-off reads in flight, cancelled by stop().
-  std::unordered_map<std::uint64_t, std::shared_ptr<http_call>> reads_;
+  std::unordered_map<std::uint64_t, std::shared_ptr<net::http_call>> reads_;
   std::uint64_t next_read_ = 0;
   std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
 };

@@ -78,19 +78,19 @@ void kube_upstream::open_watch(const std::string& resource_version) {
   watch_status_ = 0;
   watch_error_body_.clear();
   splitter_.reset();
-  http_request req;
+  net::http_request req;
   req.url = config_.server + kube_watch_target(uri_, path_, resource_version);
   req.headers = kube_headers(config_);
   req.timeout = config_.request_timeout;
   req.idle_timeout = config_.watch_idle_timeout;
-  http_stream_handlers h;
-  h.head = [this](const http_response& head) { on_watch_head(head); };
+  net::http_stream_handlers h;
+  h.head = [this](const net::http_response& head) { on_watch_head(head); };
   h.data = [this](std::string_view data) { on_watch_data(data); };
   h.end = [this](const std::string& error) { on_watch_end(error); };
-  watch_call_ = http_open_stream(ioc_, std::move(req), std::move(h));
+  watch_call_ = net::http_open_stream(ioc_, std::move(req), std::move(h));
 }
 
-void kube_upstream::on_watch_head(const http_response& head) {
+void kube_upstream::on_watch_head(const net::http_response& head) {
   watch_status_ = head.status;
   if (head.status != 200) return;  // the body says why; reported at the end
   phase_ = phase::watching;

@@ -22,7 +22,7 @@
 
 #include "core/json_stream.hpp"
 #include "core/kube_reconcile.hpp"
-#include "sources/http/http_client.hpp"
+#include "net/http_client.hpp"
 #include "sources/kube/kube_config.hpp"
 #include "sources/kube/kube_uri.hpp"
 #include "sources/upstream.hpp"
@@ -48,7 +48,7 @@ class kube_upstream final : public upstream {
 
   void on_list(const std::string& error, const struct kube_list& list);
   void open_watch(const std::string& resource_version);
-  void on_watch_head(const http_response& head);
+  void on_watch_head(const net::http_response& head);
   void on_watch_data(std::string_view data);
   void on_watch_end(const std::string& error);
   // Handles one complete watch event; returns why the watch must end, or "".
@@ -66,8 +66,8 @@ class kube_upstream final : public upstream {
   bool seeded_ = false;
   // Events logged since subscribe() by the re-list, announced once watching.
   bool gap_logged_ = false;
-  std::shared_ptr<http_call> list_call_;
-  std::shared_ptr<http_call> watch_call_;
+  std::shared_ptr<net::http_call> list_call_;
+  std::shared_ptr<net::http_call> watch_call_;
   int watch_status_ = 0;
   std::string watch_error_body_;  // a non-200 watch answer, bounded
   core::json_stream splitter_;

@@ -35,17 +35,18 @@ http_transport::~http_transport() {
 void http_transport::open(handlers h, std::function<void(std::string error)> done) {
   handlers_ = std::move(h);
   closed_ = false;
-  http_url parsed;
+  net::http_url parsed;
   std::string error;
-  if (!parse_http_url(cfg_.url, &parsed, &error)) error = "bad url " + cfg_.url + ": " + error;
+  if (!net::parse_http_url(cfg_.url, &parsed, &error)) error = "bad url " + cfg_.url + ": " + error;
   std::weak_ptr<http_transport> weak = weak_from_this();
   boost::asio::post(ioc_, [weak, done = std::move(done), error]() {
     if (weak.lock()) done(error);
   });
 }
 
-http_headers http_transport::base_headers(const std::string& method, const std::string& name) const {
-  http_headers h = {{"Content-Type", "application/json"}, {"Accept", "application/json, text/event-stream"}};
+net::http_headers http_transport::base_headers(const std::string& method, const std::string& name) const {
+  net::http_headers h = {{"Content-Type", "application/json"},
+                         {"Accept", "application/json, text/event-stream"}};
   if (!version_.empty()) h.emplace_back("MCP-Protocol-Version", version_);
   if (era_ == era::modern && !method.empty()) {
     h.emplace_back("Mcp-Method", method);
@@ -64,7 +65,7 @@ void http_transport::send_request(const json& message, const request_info& info)
   c->id = message.value("id", json());
   c->long_lived = info.long_lived;
   calls_[key] = c;
-  http_request req;
+  net::http_request req;
   req.method = "POST";
   req.url = cfg_.url;
   req.headers = base_headers(info.method, info.name);
@@ -74,8 +75,8 @@ void http_transport::send_request(const json& message, const request_info& info)
   // A listen stream may be quiet for hours; other streams end with their response.
   req.idle_timeout = info.long_lived ? std::chrono::milliseconds(0) : cfg_.request_timeout;
   std::weak_ptr<http_transport> weak = weak_from_this();
-  http_stream_handlers sh;
-  sh.head = [weak, key](const http_response& head) {
+  net::http_stream_handlers sh;
+  sh.head = [weak, key](const net::http_response& head) {
     if (auto self = weak.lock()) self->on_head(key, head);
   };
   sh.data = [weak, key](std::string_view data) {
@@ -84,10 +85,10 @@ void http_transport::send_request(const json& message, const request_info& info)
   sh.end = [weak, key](const std::string& error) {
     if (auto self = weak.lock()) self->on_end(key, error);
   };
-  c->http = http_open_stream(ioc_, std::move(req), std::move(sh));
+  c->http = net::http_open_stream(ioc_, std::move(req), std::move(sh));
 }
 
-void http_transport::on_head(const std::string& key, const http_response& head) {
+void http_transport::on_head(const std::string& key, const net::http_response& head) {
   auto it = calls_.find(key);
   if (it == calls_.end()) return;
   auto& c = *it->second;
@@ -188,7 +189,7 @@ void http_transport::fail_call(const std::string& key, failure_kind kind, const 
 
 void http_transport::send_notification(const json& message) {
   if (closed_) return;
-  http_request req;
+  net::http_request req;
   req.method = "POST";
   req.url = cfg_.url;
   req.headers = base_headers("", "");
@@ -199,16 +200,17 @@ void http_transport::send_notification(const json& message) {
   std::string method = message.value("method", std::string("response"));
   std::uint64_t index = next_notification_++;
   std::weak_ptr<http_transport> weak = weak_from_this();
-  notifications_[index] = http_fetch(ioc_, std::move(req), [weak, name, method, index](const http_result& r) {
-    auto self = weak.lock();
-    if (!self) return;
-    self->notifications_.erase(index);
-    if (!r.error.empty() || r.response.status >= 300)
-      logging::warn("mcp.notification.failed",
-                    {{"server", name},
-                     {"method", method},
-                     {"error", r.error.empty() ? "HTTP " + std::to_string(r.response.status) : r.error}});
-  });
+  notifications_[index] =
+      net::http_fetch(ioc_, std::move(req), [weak, name, method, index](const net::http_result& r) {
+        auto self = weak.lock();
+        if (!self) return;
+        self->notifications_.erase(index);
+        if (!r.error.empty() || r.response.status >= 300)
+          logging::warn("mcp.notification.failed",
+                        {{"server", name},
+                         {"method", method},
+                         {"error", r.error.empty() ? "HTTP " + std::to_string(r.response.status) : r.error}});
+      });
 }
 
 void http_transport::cancel_request(const json& id, const std::string&) {
@@ -230,7 +232,7 @@ void http_transport::initialized() {
 }
 
 void http_transport::open_get_stream() {
-  http_request req;
+  net::http_request req;
   req.method = "GET";
   req.url = cfg_.url;
   req.headers = {{"Accept", "text/event-stream"}};
@@ -242,8 +244,8 @@ void http_transport::open_get_stream() {
   get_parser_ = std::make_unique<core::sse_parser>(cfg_.max_message_bytes);
   get_established_ = false;
   std::weak_ptr<http_transport> weak = weak_from_this();
-  http_stream_handlers sh;
-  sh.head = [weak](const http_response& head) {
+  net::http_stream_handlers sh;
+  sh.head = [weak](const net::http_response& head) {
     auto self = weak.lock();
     if (!self) return;
     if (head.status == 200) {
@@ -280,7 +282,7 @@ void http_transport::open_get_stream() {
     self->close();
     if (closed) closed("the GET stream ended" + (error.empty() ? std::string() : ": " + error));
   };
-  get_stream_ = http_open_stream(ioc_, std::move(req), std::move(sh));
+  get_stream_ = net::http_open_stream(ioc_, std::move(req), std::move(sh));
 }
 
 void http_transport::close() {
@@ -298,14 +300,14 @@ void http_transport::close() {
   notifications_.clear();
   if (era_ == era::legacy && !session_id_.empty()) {
     // End the legacy session; nobody waits for the answer.
-    http_request req;
+    net::http_request req;
     req.method = "DELETE";
     req.url = cfg_.url;
     req.headers = {{"Mcp-Session-Id", session_id_}};
     if (!version_.empty()) req.headers.emplace_back("MCP-Protocol-Version", version_);
     for (const auto& kv : cfg_.headers) req.headers.push_back(kv);
     req.timeout = std::chrono::milliseconds(2000);
-    http_fetch(ioc_, std::move(req), [](const http_result&) {});
+    net::http_fetch(ioc_, std::move(req), [](const net::http_result&) {});
     session_id_.clear();
   }
 }

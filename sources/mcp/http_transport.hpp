@@ -1,7 +1,7 @@
 #pragma once
 
 // The Streamable HTTP transport over the shared HTTP client
-// (sources/http/http_client.hpp). Every request is a POST whose response is
+// (net/http_client.hpp). Every request is a POST whose response is
 // one JSON body or an SSE stream (notifications first, then the response);
 // a long-lived request (subscriptions/listen) keeps its stream open and is
 // cancelled by closing it. Modern (2026-07-28) POSTs carry
@@ -19,7 +19,7 @@
 #include <boost/asio/io_context.hpp>
 
 #include "core/sse_parser.hpp"
-#include "sources/http/http_client.hpp"
+#include "net/http_client.hpp"
 #include "sources/mcp/mcp_config.hpp"
 #include "sources/mcp/transport.hpp"
 
@@ -42,7 +42,7 @@ class http_transport final : public transport, public std::enable_shared_from_th
   struct call {
     nlohmann::json id;
     bool long_lived = false;
-    std::shared_ptr<http_call> http;
+    std::shared_ptr<net::http_call> http;
     int status = 0;
     bool sse = false;
     std::string body;
@@ -52,8 +52,8 @@ class http_transport final : public transport, public std::enable_shared_from_th
     explicit call(std::size_t max) : parser(max) {}
   };
 
-  http_headers base_headers(const std::string& method, const std::string& name) const;
-  void on_head(const std::string& key, const http_response& head);
+  net::http_headers base_headers(const std::string& method, const std::string& name) const;
+  void on_head(const std::string& key, const net::http_response& head);
   void on_data(const std::string& key, std::string_view data);
   void on_end(const std::string& key, const std::string& error);
   // Delivers one JSON text from a response body or SSE event of `key`.
@@ -69,9 +69,9 @@ class http_transport final : public transport, public std::enable_shared_from_th
   std::string version_ = std::string(modern_version);
   std::string session_id_;
   std::map<std::string, std::shared_ptr<call>> calls_;  // by id_key
-  std::map<std::uint64_t, std::shared_ptr<http_call>> notifications_;
+  std::map<std::uint64_t, std::shared_ptr<net::http_call>> notifications_;
   std::uint64_t next_notification_ = 0;
-  std::shared_ptr<http_call> get_stream_;
+  std::shared_ptr<net::http_call> get_stream_;
   std::unique_ptr<core::sse_parser> get_parser_;
   bool get_established_ = false;
   bool closed_ = false;

@@ -4,18 +4,19 @@
 
 namespace tidings::sources::web {
 
-std::shared_ptr<http_call> read_backend(boost::asio::io_context& ioc, const web_resource_config& resource,
-                                        std::function<void(read_outcome)> done) {
+std::shared_ptr<net::http_call> read_backend(boost::asio::io_context& ioc,
+                                             const web_resource_config& resource,
+                                             std::function<void(read_outcome)> done) {
   const auto& b = *resource.backend;
-  http_request req;
+  net::http_request req;
   req.url = b.url;
   req.headers = b.headers;
   req.timeout = b.timeout;
   req.max_body_bytes = b.max_body_bytes;
-  return http_fetch(
+  return net::http_fetch(
       ioc, std::move(req),
       [uri = resource.uri, mime = resource.mime_type, accepted = b.expected_status_codes,
-       done = std::move(done)](http_result r) {
+       done = std::move(done)](net::http_result r) {
         if (!r.error.empty()) return done(read_outcome::failed(uri + ": backend read failed: " + r.error));
         auto status = r.response.status;
         if (std::find(accepted.begin(), accepted.end(), status) == accepted.end())

@@ -13,7 +13,8 @@
 
 namespace tidings::sources::web {
 
-std::shared_ptr<http_call> read_backend(boost::asio::io_context& ioc, const web_resource_config& resource,
-                                        std::function<void(read_outcome)> done);
+std::shared_ptr<net::http_call> read_backend(boost::asio::io_context& ioc,
+                                             const web_resource_config& resource,
+                                             std::function<void(read_outcome)> done);
 
 }  // namespace tidings::sources::web

@@ -42,7 +42,7 @@ class poll_upstream final : public upstream {
   std::chrono::milliseconds interval_;
   handlers handlers_;
   boost::asio::steady_timer timer_;
-  std::shared_ptr<http_call> fetching_;
+  std::shared_ptr<net::http_call> fetching_;
   std::optional<read_result> last_;  // the body the last hash is of
   std::string last_hash_;
   std::uint64_t failed_ = 0;

@@ -14,9 +14,9 @@ std::vector<std::string> check_web_config(const web_config& cfg) {
     if (r.kind == strategy::poll && !r.backend)
       errors.push_back("resource " + r.uri + ": a poll strategy needs a backend to fetch");
     if (r.backend) {
-      http_url url;
+      net::http_url url;
       std::string error;
-      if (!parse_http_url(r.backend->url, &url, &error))
+      if (!net::parse_http_url(r.backend->url, &url, &error))
         errors.push_back("resource " + r.uri + ": backend url: " + error);
     }
     if (r.kind != strategy::webhook) continue;

@@ -10,13 +10,13 @@
 #include <string>
 #include <vector>
 
-#include "sources/http/http_client.hpp"
+#include "net/http_client.hpp"
 
 namespace tidings::sources::web {
 
 struct backend_config {
   std::string url;  // http://host:port/path
-  http_headers headers;
+  net::http_headers headers;
   std::vector<int> expected_status_codes = {
       200};  // others fail the read (404 may be listed: a delete as a change)
   std::chrono::milliseconds timeout{10000};

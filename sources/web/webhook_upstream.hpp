@@ -38,7 +38,7 @@ class webhook_upstream final : public upstream {
   const web_resource_config& resource_;
   std::function<void()> on_close_;
   handlers handlers_;
-  std::shared_ptr<http_call> reading_;
+  std::shared_ptr<net::http_call> reading_;
   std::deque<nlohmann::json> fires_;  // without a backend: the newest fires, by seq
   std::uint64_t next_seq_ = 1;
   bool closed_ = false;

@@ -1,5 +1,7 @@
 #include "tests/support/postgres_server.hpp"
 
+#include "tests/support/spawned_server.hpp"
+
 #include <algorithm>
 #include <cctype>
 #include <cerrno>
@@ -32,23 +34,6 @@ namespace fs = std::filesystem;
 using std::chrono::milliseconds;
 using clock_type = std::chrono::steady_clock;
 
-int open_pidfd(pid_t pid) {
-  return static_cast<int>(::syscall(SYS_pidfd_open, pid, 0));
-}
-
-// Waits on a pidfd for its process to exit; true when it did in time.
-bool poll_pidfd(int fd, milliseconds timeout) {
-  pollfd p{fd, POLLIN, 0};
-  auto deadline = clock_type::now() + timeout;
-  for (;;) {
-    auto left = std::chrono::duration_cast<milliseconds>(deadline - clock_type::now()).count();
-    int r = ::poll(&p, 1, static_cast<int>(std::max<long long>(left, 0)));
-    if (r > 0) return true;
-    if (r == 0) return false;
-    if (errno != EINTR) return false;
-  }
-}
-
 std::string find_bindir() {
   if (const char* env = std::getenv("TIDINGS_PG_BINDIR"); env && *env) return env;
   std::string best;
@@ -64,27 +49,6 @@ std::string find_bindir() {
   }
   if (best.empty()) throw std::runtime_error("postgres_server: no /usr/lib/postgresql/*/bin/postgres");
   return best;
-}
-
-int pick_port() {
-  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  if (fd < 0) throw std::runtime_error(std::string("postgres_server: socket: ") + std::strerror(errno));
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  addr.sin_port = 0;
-  socklen_t len = sizeof addr;
-  if (::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 ||
-      ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
-    ::close(fd);
-    throw std::runtime_error(std::string("postgres_server: bind: ") + std::strerror(errno));
-  }
-  ::close(fd);
-  return ntohs(addr.sin_port);
-}
-
-std::string tail(const std::string& text, std::size_t bytes = 2000) {
-  return text.size() <= bytes ? text : "..." + text.substr(text.size() - bytes);
 }
 
 }  // namespace
@@ -120,7 +84,7 @@ postgres_server::postgres_server() : bindir_(find_bindir()) {
     int status = 0;
     ::waitpid(initdb, &status, 0);
     if (!done || !WIFEXITED(status) || WEXITSTATUS(status) != 0) {
-      throw std::runtime_error("postgres_server: initdb failed:\n" + tail(log()));
+      throw std::runtime_error("postgres_server: initdb failed:\n" + text_tail(log()));
     }
     start();
   } catch (...) {
@@ -157,46 +121,12 @@ std::string postgres_server::conninfo() const {
 }
 
 std::string postgres_server::log() const {
-  std::ifstream in(log_path_);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
+  return read_text_file(log_path_);
 }
 
 pid_t postgres_server::launch(const std::vector<std::string>& argv) const {
-  std::vector<char*> args;
-  for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
-  args.push_back(nullptr);
-  // Opened before fork so the child needs no allocation after it.
-  int log_fd = ::open(log_path_.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
-  if (log_fd < 0) throw std::runtime_error(std::string("postgres_server: open log: ") + std::strerror(errno));
-  int null_fd = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
-  pid_t pid = ::fork();
-  if (pid < 0) {
-    ::close(log_fd);
-    if (null_fd >= 0) ::close(null_fd);
-    throw std::runtime_error(std::string("postgres_server: fork: ") + std::strerror(errno));
-  }
-  if (pid == 0) {
-    // Child: only async-signal-safe calls until exec.
-    if (null_fd >= 0) ::dup2(null_fd, 0);
-    ::dup2(log_fd, 1);
-    ::dup2(log_fd, 2);
-    // Nothing else of the test's: an inherited client socket would keep a
-    // connection open after the test closed it (seen with SSE sessions).
-    ::syscall(SYS_close_range, 3U, ~0U, 0U);
-    // Its own process group: a Ctrl-C on the test run must not reach it first.
-    ::setpgid(0, 0);
-    if (as_other_user_) {
-      if (::setgroups(0, nullptr) != 0 || ::setgid(gid_) != 0 || ::setuid(uid_) != 0) ::_exit(126);
-    }
-    if (::chdir(dir_.c_str()) != 0) ::_exit(126);
-    ::execv(args[0], args.data());
-    ::_exit(127);
-  }
-  ::close(log_fd);
-  if (null_fd >= 0) ::close(null_fd);
-  return pid;
+  return spawn_logged(argv, log_path_, dir_,
+                      as_other_user_ ? std::optional<run_as>(run_as{uid_, gid_}) : std::nullopt);
 }
 
 void postgres_server::start() {
@@ -206,7 +136,7 @@ void postgres_server::start() {
   // Only a first start may move to another port when the picked one was
   // taken between releasing and postgres binding it.
   for (int attempt = 0; attempt < (first ? 5 : 1); ++attempt) {
-    if (first) port_ = pick_port();
+    if (first) port_ = pick_loopback_port();
     pid_ = launch({bindir_ + "/postgres", "-D", data_dir_, "-p", std::to_string(port_), "-c",
                    "listen_addresses=127.0.0.1", "-c", "unix_socket_directories=" + dir_, "-c", "fsync=off",
                    "-c", "full_page_writes=off", "-c", "synchronous_commit=off", "-c", "max_connections=50",
@@ -220,7 +150,7 @@ void postgres_server::start() {
     if (why.find("Address already in use") == std::string::npos) break;
   }
   throw std::runtime_error("postgres_server: postgres did not start on port " + std::to_string(port_) + ": " +
-                           why + "\n" + tail(log()));
+                           why + "\n" + text_tail(log()));
 }
 
 bool postgres_server::await_ready(milliseconds timeout, std::string* why) {
@@ -255,13 +185,7 @@ bool postgres_server::await_ready(milliseconds timeout, std::string* why) {
 }
 
 void postgres_server::reap(milliseconds timeout) {
-  if (pid_ <= 0) return;
-  int fd = open_pidfd(pid_);
-  bool exited = fd >= 0 && poll_pidfd(fd, timeout);
-  if (fd >= 0) ::close(fd);
-  if (!exited) ::kill(pid_, SIGKILL);
-  int status = 0;
-  ::waitpid(pid_, &status, 0);
+  reap_child(pid_, timeout);
   pid_ = -1;
 }
 

@@ -1,4 +1,4 @@
-#include "sources/http/http_client.hpp"
+#include "net/http_client.hpp"
 
 #include <atomic>
 #include <chrono>
@@ -11,7 +11,7 @@
 
 #include "tests/support/loopback_server.hpp"
 
-namespace tidings::sources {
+namespace tidings::net {
 namespace {
 
 using namespace std::chrono_literals;
@@ -43,38 +43,38 @@ const std::string chunked_head =
 
 }  // namespace
 
-TEST_CASE("parse_http_url splits host, port and target", "[http]") {
-  http_url u;
+TEST_CASE("net::parse_http_url splits host, port and target", "[http]") {
+  net::http_url u;
   std::string error;
-  REQUIRE(parse_http_url("http://example.test:8080/a/b?c=1", &u, &error));
+  REQUIRE(net::parse_http_url("http://example.test:8080/a/b?c=1", &u, &error));
   CHECK(u.host == "example.test");
   CHECK(u.port == "8080");
   CHECK(u.target == "/a/b?c=1");
-  REQUIRE(parse_http_url("http://h", &u, &error));
+  REQUIRE(net::parse_http_url("http://h", &u, &error));
   CHECK(u.port == "80");
   CHECK(u.target == "/");
-  REQUIRE(parse_http_url("http://[::1]:9/x", &u, &error));
+  REQUIRE(net::parse_http_url("http://[::1]:9/x", &u, &error));
   CHECK(u.host == "::1");
   CHECK(u.port == "9");
-  CHECK_FALSE(parse_http_url("https://h/", &u, &error));
+  CHECK_FALSE(net::parse_http_url("https://h/", &u, &error));
   CHECK(error == "https is not supported");
-  CHECK_FALSE(parse_http_url("ftp://h/", &u, &error));
-  CHECK_FALSE(parse_http_url("http://h:99999/", &u, &error));
-  CHECK_FALSE(parse_http_url("http://:80/", &u, &error));
+  CHECK_FALSE(net::parse_http_url("ftp://h/", &u, &error));
+  CHECK_FALSE(net::parse_http_url("http://h:99999/", &u, &error));
+  CHECK_FALSE(net::parse_http_url("http://:80/", &u, &error));
 }
 
-TEST_CASE("http_fetch GET returns status, headers and body", "[http]") {
+TEST_CASE("net::http_fetch GET returns status, headers and body", "[http]") {
   std::string seen;
   loopback_server server([&](tcp_socket& s) {
     seen = testing::read_request(s);
     testing::write_all(s, response("201 Created", "X-Test: yes\r\n", "hello"));
   });
   boost::asio::io_context ioc;
-  std::optional<http_result> result;
-  http_request req;
+  std::optional<net::http_result> result;
+  net::http_request req;
   req.url = server.url("/path?q=1");
   req.headers = {{"X-Custom", "abc"}};
-  http_fetch(ioc, req, [&](http_result r) { result = std::move(r); });
+  net::http_fetch(ioc, req, [&](net::http_result r) { result = std::move(r); });
   REQUIRE(run_until(ioc, [&] { return result.has_value(); }));
   REQUIRE(result->error.empty());
   CHECK(result->response.status == 201);
@@ -86,7 +86,7 @@ TEST_CASE("http_fetch GET returns status, headers and body", "[http]") {
   CHECK(seen.find("Host: 127.0.0.1:") != std::string::npos);
 }
 
-TEST_CASE("http_fetch POST sends the body", "[http]") {
+TEST_CASE("net::http_fetch POST sends the body", "[http]") {
   loopback_server server([&](tcp_socket& s) {
     const auto request = testing::read_request(s);
     const auto body = request.substr(request.find("\r\n\r\n") + 4);
@@ -94,86 +94,86 @@ TEST_CASE("http_fetch POST sends the body", "[http]") {
     testing::write_all(s, response(is_post ? "200 OK" : "400 Bad", "", body));
   });
   boost::asio::io_context ioc;
-  std::optional<http_result> result;
-  http_request req;
+  std::optional<net::http_result> result;
+  net::http_request req;
   req.method = "POST";
   req.url = server.url("/echo");
   req.headers = {{"Content-Type", "application/json"}};
   req.body = R"({"a":1})";
-  http_fetch(ioc, req, [&](http_result r) { result = std::move(r); });
+  net::http_fetch(ioc, req, [&](net::http_result r) { result = std::move(r); });
   REQUIRE(run_until(ioc, [&] { return result.has_value(); }));
   REQUIRE(result->error.empty());
   CHECK(result->response.status == 200);
   CHECK(result->response.body == R"({"a":1})");
 }
 
-TEST_CASE("http_fetch counts any status as success", "[http]") {
+TEST_CASE("net::http_fetch counts any status as success", "[http]") {
   loopback_server server([&](tcp_socket& s) {
     testing::read_request(s);
     testing::write_all(s, response("404 Not Found", "", "nope"));
   });
   boost::asio::io_context ioc;
-  std::optional<http_result> result;
-  http_request req;
+  std::optional<net::http_result> result;
+  net::http_request req;
   req.url = server.url("/missing");
-  http_fetch(ioc, req, [&](http_result r) { result = std::move(r); });
+  net::http_fetch(ioc, req, [&](net::http_result r) { result = std::move(r); });
   REQUIRE(run_until(ioc, [&] { return result.has_value(); }));
   CHECK(result->error.empty());
   CHECK(result->response.status == 404);
   CHECK(result->response.body == "nope");
 }
 
-TEST_CASE("http_fetch times out when the server does not answer", "[http]") {
+TEST_CASE("net::http_fetch times out when the server does not answer", "[http]") {
   gate release;
   loopback_server server([&](tcp_socket& s) {
     testing::read_request(s);
     release.wait();
   });
   boost::asio::io_context ioc;
-  std::optional<http_result> result;
-  http_request req;
+  std::optional<net::http_result> result;
+  net::http_request req;
   req.url = server.url("/slow");
   req.timeout = 200ms;
-  http_fetch(ioc, req, [&](http_result r) { result = std::move(r); });
+  net::http_fetch(ioc, req, [&](net::http_result r) { result = std::move(r); });
   REQUIRE(run_until(ioc, [&] { return result.has_value(); }));
   CHECK(result->error.find("timed out after 200 ms") != std::string::npos);
   release.open();
 }
 
-TEST_CASE("http_fetch enforces the body cap", "[http]") {
+TEST_CASE("net::http_fetch enforces the body cap", "[http]") {
   loopback_server server([&](tcp_socket& s) {
     testing::read_request(s);
     testing::write_all(s, response("200 OK", "", std::string(2000, 'x')));
   });
   boost::asio::io_context ioc;
-  std::optional<http_result> result;
-  http_request req;
+  std::optional<net::http_result> result;
+  net::http_request req;
   req.url = server.url("/big");
   req.max_body_bytes = 1000;
-  http_fetch(ioc, req, [&](http_result r) { result = std::move(r); });
+  net::http_fetch(ioc, req, [&](net::http_result r) { result = std::move(r); });
   REQUIRE(run_until(ioc, [&] { return result.has_value(); }));
   INFO(result->error);
   CHECK(result->error.find("exceeds 1000 bytes") != std::string::npos);
 }
 
-TEST_CASE("http_fetch enforces the body cap on a chunked body", "[http]") {
+TEST_CASE("net::http_fetch enforces the body cap on a chunked body", "[http]") {
   loopback_server server([&](tcp_socket& s) {
     testing::read_request(s);
     testing::write_all(s, chunked_head + testing::chunk(std::string(600, 'x')) +
                               testing::chunk(std::string(600, 'y')) + "0\r\n\r\n");
   });
   boost::asio::io_context ioc;
-  std::optional<http_result> result;
-  http_request req;
+  std::optional<net::http_result> result;
+  net::http_request req;
   req.url = server.url("/big");
   req.max_body_bytes = 1000;
-  http_fetch(ioc, req, [&](http_result r) { result = std::move(r); });
+  net::http_fetch(ioc, req, [&](net::http_result r) { result = std::move(r); });
   REQUIRE(run_until(ioc, [&] { return result.has_value(); }));
   INFO(result->error);
   CHECK(result->error.find("exceeds 1000 bytes") != std::string::npos);
 }
 
-TEST_CASE("http_fetch reports a refused connection", "[http]") {
+TEST_CASE("net::http_fetch reports a refused connection", "[http]") {
   unsigned short port = 0;
   {
     boost::asio::io_context probe;
@@ -181,43 +181,43 @@ TEST_CASE("http_fetch reports a refused connection", "[http]") {
     port = a.local_endpoint().port();
   }
   boost::asio::io_context ioc;
-  std::optional<http_result> result;
-  http_request req;
+  std::optional<net::http_result> result;
+  net::http_request req;
   req.url = "http://127.0.0.1:" + std::to_string(port) + "/";
-  http_fetch(ioc, req, [&](http_result r) { result = std::move(r); });
+  net::http_fetch(ioc, req, [&](net::http_result r) { result = std::move(r); });
   REQUIRE(run_until(ioc, [&] { return result.has_value(); }));
   CHECK(result->error.find("connect 127.0.0.1:" + std::to_string(port)) != std::string::npos);
   CHECK(result->error.find("refused") != std::string::npos);
 }
 
-TEST_CASE("http_fetch refuses https and never calls back synchronously", "[http]") {
+TEST_CASE("net::http_fetch refuses https and never calls back synchronously", "[http]") {
   boost::asio::io_context ioc;
-  std::optional<http_result> result;
-  http_request req;
+  std::optional<net::http_result> result;
+  net::http_request req;
   req.url = "https://127.0.0.1/";
-  http_fetch(ioc, req, [&](http_result r) { result = std::move(r); });
+  net::http_fetch(ioc, req, [&](net::http_result r) { result = std::move(r); });
   CHECK_FALSE(result.has_value());
   REQUIRE(run_until(ioc, [&] { return result.has_value(); }));
   CHECK(result->error == "https is not supported");
 }
 
-TEST_CASE("http_fetch completes after the caller drops its reference", "[http]") {
+TEST_CASE("net::http_fetch completes after the caller drops its reference", "[http]") {
   loopback_server server([&](tcp_socket& s) {
     testing::read_request(s);
     testing::write_all(s, response("200 OK", "", "kept"));
   });
   boost::asio::io_context ioc;
-  std::optional<http_result> result;
-  http_request req;
+  std::optional<net::http_result> result;
+  net::http_request req;
   req.url = server.url("/");
   {
-    auto call = http_fetch(ioc, req, [&](http_result r) { result = std::move(r); });
+    auto call = net::http_fetch(ioc, req, [&](net::http_result r) { result = std::move(r); });
   }
   REQUIRE(run_until(ioc, [&] { return result.has_value(); }));
   CHECK(result->response.body == "kept");
 }
 
-TEST_CASE("http_open_stream delivers chunks before the server ends the stream", "[http]") {
+TEST_CASE("net::http_open_stream delivers chunks before the server ends the stream", "[http]") {
   gate first_seen, second_seen;
   loopback_server server([&](tcp_socket& s) {
     testing::read_request(s);
@@ -228,21 +228,21 @@ TEST_CASE("http_open_stream delivers chunks before the server ends the stream", 
     testing::write_all(s, "0\r\n\r\n");
   });
   boost::asio::io_context ioc;
-  std::optional<http_response> head;
+  std::optional<net::http_response> head;
   std::string data;
   int pieces = 0;
   std::optional<std::string> ended;
-  http_request req;
+  net::http_request req;
   req.url = server.url("/watch");
-  http_stream_handlers h;
-  h.head = [&](const http_response& r) { head = r; };
+  net::http_stream_handlers h;
+  h.head = [&](const net::http_response& r) { head = r; };
   h.data = [&](std::string_view d) {
     CHECK_FALSE(ended.has_value());
     data += d;
     ++pieces;
   };
   h.end = [&](std::string error) { ended = std::move(error); };
-  auto call = http_open_stream(ioc, req, h);
+  auto call = net::http_open_stream(ioc, req, h);
   REQUIRE(run_until(ioc, [&] { return data == "{\"a\":"; }));
   REQUIRE(head.has_value());
   CHECK(head->status == 200);
@@ -257,7 +257,7 @@ TEST_CASE("http_open_stream delivers chunks before the server ends the stream", 
   CHECK(pieces == 2);
 }
 
-TEST_CASE("http_open_stream cancel closes the connection and stops callbacks", "[http]") {
+TEST_CASE("net::http_open_stream cancel closes the connection and stops callbacks", "[http]") {
   std::atomic<bool> server_saw_close{false};
   loopback_server server([&](tcp_socket& s) {
     testing::read_request(s);
@@ -268,16 +268,16 @@ TEST_CASE("http_open_stream cancel closes the connection and stops callbacks", "
   boost::asio::io_context ioc;
   int data_calls = 0;
   int end_calls = 0;
-  std::shared_ptr<http_call> call;
-  http_request req;
+  std::shared_ptr<net::http_call> call;
+  net::http_request req;
   req.url = server.url("/watch");
-  http_stream_handlers h;
+  net::http_stream_handlers h;
   h.data = [&](std::string_view) {
     ++data_calls;
     call->cancel();  // from inside a callback, as connectors do
   };
   h.end = [&](std::string) { ++end_calls; };
-  call = http_open_stream(ioc, req, h);
+  call = net::http_open_stream(ioc, req, h);
   REQUIRE(run_until(ioc, [&] { return data_calls == 1; }));
   REQUIRE(run_until(ioc, [&] { return server_saw_close.load(); }));
   ioc.restart();
@@ -286,7 +286,7 @@ TEST_CASE("http_open_stream cancel closes the connection and stops callbacks", "
   CHECK(end_calls == 0);
 }
 
-TEST_CASE("http_open_stream cancel before the head arrives", "[http]") {
+TEST_CASE("net::http_open_stream cancel before the head arrives", "[http]") {
   gate respond;
   loopback_server server([&](tcp_socket& s) {
     testing::read_request(s);
@@ -295,13 +295,13 @@ TEST_CASE("http_open_stream cancel before the head arrives", "[http]") {
   });
   boost::asio::io_context ioc;
   int calls = 0;
-  http_request req;
+  net::http_request req;
   req.url = server.url("/watch");
-  http_stream_handlers h;
-  h.head = [&](const http_response&) { ++calls; };
+  net::http_stream_handlers h;
+  h.head = [&](const net::http_response&) { ++calls; };
   h.data = [&](std::string_view) { ++calls; };
   h.end = [&](std::string) { ++calls; };
-  auto call = http_open_stream(ioc, req, h);
+  auto call = net::http_open_stream(ioc, req, h);
   REQUIRE(run_until(ioc, [&] { return server.accepted() == 1; }));
   call->cancel();
   call.reset();
@@ -311,7 +311,7 @@ TEST_CASE("http_open_stream cancel before the head arrives", "[http]") {
   CHECK(calls == 0);
 }
 
-TEST_CASE("http_open_stream ends with an error on idle timeout", "[http]") {
+TEST_CASE("net::http_open_stream ends with an error on idle timeout", "[http]") {
   gate release;
   loopback_server server([&](tcp_socket& s) {
     testing::read_request(s);
@@ -321,20 +321,20 @@ TEST_CASE("http_open_stream ends with an error on idle timeout", "[http]") {
   boost::asio::io_context ioc;
   std::optional<std::string> ended;
   bool got_head = false;
-  http_request req;
+  net::http_request req;
   req.url = server.url("/watch");
   req.idle_timeout = 200ms;
-  http_stream_handlers h;
-  h.head = [&](const http_response&) { got_head = true; };
+  net::http_stream_handlers h;
+  h.head = [&](const net::http_response&) { got_head = true; };
   h.end = [&](std::string error) { ended = std::move(error); };
-  auto call = http_open_stream(ioc, req, h);
+  auto call = net::http_open_stream(ioc, req, h);
   REQUIRE(run_until(ioc, [&] { return ended.has_value(); }));
   CHECK(got_head);
   CHECK(ended->find("no data for 200 ms") != std::string::npos);
   release.open();
 }
 
-TEST_CASE("http_open_stream reports a refused connection through end only", "[http]") {
+TEST_CASE("net::http_open_stream reports a refused connection through end only", "[http]") {
   unsigned short port = 0;
   {
     boost::asio::io_context probe;
@@ -344,33 +344,33 @@ TEST_CASE("http_open_stream reports a refused connection through end only", "[ht
   boost::asio::io_context ioc;
   std::optional<std::string> ended;
   bool got_head = false;
-  http_request req;
+  net::http_request req;
   req.url = "http://127.0.0.1:" + std::to_string(port) + "/";
-  http_stream_handlers h;
-  h.head = [&](const http_response&) { got_head = true; };
+  net::http_stream_handlers h;
+  h.head = [&](const net::http_response&) { got_head = true; };
   h.end = [&](std::string error) { ended = std::move(error); };
-  auto call = http_open_stream(ioc, req, h);
+  auto call = net::http_open_stream(ioc, req, h);
   REQUIRE(run_until(ioc, [&] { return ended.has_value(); }));
   CHECK_FALSE(got_head);
   CHECK(ended->find("refused") != std::string::npos);
 }
 
-TEST_CASE("http_open_stream delivers a Content-Length body and a 404 head", "[http]") {
+TEST_CASE("net::http_open_stream delivers a Content-Length body and a 404 head", "[http]") {
   loopback_server server([&](tcp_socket& s) {
     testing::read_request(s);
     testing::write_all(s, response("404 Not Found", "", "missing"));
   });
   boost::asio::io_context ioc;
-  std::optional<http_response> head;
+  std::optional<net::http_response> head;
   std::string data;
   std::optional<std::string> ended;
-  http_request req;
+  net::http_request req;
   req.url = server.url("/x");
-  http_stream_handlers h;
-  h.head = [&](const http_response& r) { head = r; };
+  net::http_stream_handlers h;
+  h.head = [&](const net::http_response& r) { head = r; };
   h.data = [&](std::string_view d) { data += d; };
   h.end = [&](std::string error) { ended = std::move(error); };
-  auto call = http_open_stream(ioc, req, h);
+  auto call = net::http_open_stream(ioc, req, h);
   REQUIRE(run_until(ioc, [&] { return ended.has_value(); }));
   INFO(*ended);
   REQUIRE(head.has_value());
@@ -379,11 +379,11 @@ TEST_CASE("http_open_stream delivers a Content-Length body and a 404 head", "[ht
   CHECK(*ended == "");
 }
 
-}  // namespace tidings::sources
+}  // namespace tidings::net
 
-namespace tidings::sources {
+namespace tidings::net {
 
-TEST_CASE("http_open_stream reads a body delimited by the connection's close", "[http]") {
+TEST_CASE("net::http_open_stream reads a body delimited by the connection's close", "[http]") {
   gate more;
   loopback_server server([&](tcp_socket& s) {
     testing::read_request(s);
@@ -394,12 +394,12 @@ TEST_CASE("http_open_stream reads a body delimited by the connection's close", "
   boost::asio::io_context ioc;
   std::string data;
   std::optional<std::string> ended;
-  http_request req;
+  net::http_request req;
   req.url = server.url("/events");
-  http_stream_handlers h;
+  net::http_stream_handlers h;
   h.data = [&](std::string_view d) { data += d; };
   h.end = [&](std::string error) { ended = std::move(error); };
-  auto call = http_open_stream(ioc, req, h);
+  auto call = net::http_open_stream(ioc, req, h);
   REQUIRE(run_until(ioc, [&] { return data == "data: 1\n\n"; }));
   more.open();
   REQUIRE(run_until(ioc, [&] { return ended.has_value(); }));
@@ -407,7 +407,7 @@ TEST_CASE("http_open_stream reads a body delimited by the connection's close", "
   CHECK(*ended == "");
 }
 
-TEST_CASE("http_open_stream cancel from the head callback", "[http]") {
+TEST_CASE("net::http_open_stream cancel from the head callback", "[http]") {
   std::atomic<bool> server_saw_close{false};
   loopback_server server([&](tcp_socket& s) {
     testing::read_request(s);
@@ -417,18 +417,18 @@ TEST_CASE("http_open_stream cancel from the head callback", "[http]") {
   });
   boost::asio::io_context ioc;
   int heads = 0, others = 0;
-  std::shared_ptr<http_call> call;
-  http_request req;
+  std::shared_ptr<net::http_call> call;
+  net::http_request req;
   req.url = server.url("/watch");
-  http_stream_handlers h;
-  h.head = [&](const http_response&) {
+  net::http_stream_handlers h;
+  h.head = [&](const net::http_response&) {
     ++heads;
     call->cancel();
     call.reset();  // dropping the last outside reference inside a callback is fine
   };
   h.data = [&](std::string_view) { ++others; };
   h.end = [&](std::string) { ++others; };
-  call = http_open_stream(ioc, req, h);
+  call = net::http_open_stream(ioc, req, h);
   REQUIRE(run_until(ioc, [&] { return server_saw_close.load(); }));
   ioc.restart();
   ioc.run_for(50ms);
@@ -436,4 +436,4 @@ TEST_CASE("http_open_stream cancel from the head callback", "[http]") {
   CHECK(others == 0);
 }
 
-}  // namespace tidings::sources
+}  // namespace tidings::net

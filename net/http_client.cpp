@@ -1,4 +1,4 @@
-#include "sources/http/http_client.hpp"
+#include "net/http_client.hpp"
 
 #include <algorithm>
 #include <array>
@@ -19,11 +19,11 @@
 #include <boost/beast/http/string_body.hpp>
 #include <boost/beast/http/write.hpp>
 
-namespace tidings::sources {
+namespace tidings::net {
 
-namespace net = boost::asio;
+namespace asio = boost::asio;
 namespace http = boost::beast::http;
-using tcp = net::ip::tcp;
+using tcp = asio::ip::tcp;
 using error_code = boost::system::error_code;
 
 const std::string& http_response::header(std::string_view name) const {
@@ -111,9 +111,9 @@ void copy_head(const Message& m, http_response* out) {
 // completions (never from inside a user callback, which may be running).
 class http_operation : public http_call, public std::enable_shared_from_this<http_operation> {
  public:
-  http_operation(net::io_context& ioc, http_request req, std::function<void(http_result)> done)
+  http_operation(asio::io_context& ioc, http_request req, std::function<void(http_result)> done)
       : ioc_(ioc), req_(std::move(req)), done_(std::move(done)) {}
-  http_operation(net::io_context& ioc, http_request req, http_stream_handlers handlers)
+  http_operation(asio::io_context& ioc, http_request req, http_stream_handlers handlers)
       : ioc_(ioc), req_(std::move(req)), stream_(std::move(handlers)), streaming_(true) {}
 
   void start() {
@@ -121,12 +121,12 @@ class http_operation : public http_call, public std::enable_shared_from_this<htt
     std::string error;
     if (!parse_http_url(req_.url, &url, &error)) {
       // Callbacks never run inside http_fetch / http_open_stream.
-      net::post(ioc_, [self = shared_from_this(), error] { self->fail(error); });
+      asio::post(ioc_, [self = shared_from_this(), error] { self->fail(error); });
       return;
     }
     authority_ = url.host + ":" + url.port;
     if (!build_request(url, &error)) {
-      net::post(ioc_, [self = shared_from_this(), error] { self->fail(error); });
+      asio::post(ioc_, [self = shared_from_this(), error] { self->fail(error); });
       return;
     }
     arm_timer(req_.timeout, "timed out after " + std::to_string(req_.timeout.count()) + " ms");
@@ -169,7 +169,7 @@ class http_operation : public http_call, public std::enable_shared_from_this<htt
   void on_resolve(const error_code& ec, const tcp::resolver::results_type& results) {
     if (finished_) return release();
     if (ec) return fail(describe("resolve " + authority_, ec));
-    net::async_connect(
+    asio::async_connect(
         socket_, results,
         [self = shared_from_this()](const error_code& e, const tcp::endpoint&) { self->on_connect(e); });
   }
@@ -326,7 +326,7 @@ class http_operation : public http_call, public std::enable_shared_from_this<htt
     stream_ = {};
   }
 
-  net::io_context& ioc_;
+  asio::io_context& ioc_;
   http_request req_;
   std::function<void(http_result)> done_;
   http_stream_handlers stream_;
@@ -338,7 +338,7 @@ class http_operation : public http_call, public std::enable_shared_from_this<htt
   std::uint64_t timer_generation_ = 0;
   tcp::resolver resolver_{ioc_};
   tcp::socket socket_{ioc_};
-  net::steady_timer timer_{ioc_};
+  asio::steady_timer timer_{ioc_};
   boost::beast::flat_buffer buffer_{read_buffer_limit};
   http::request<http::string_body> request_;
   std::optional<http::response_parser<http::string_body>> parser_;
@@ -348,18 +348,18 @@ class http_operation : public http_call, public std::enable_shared_from_this<htt
 
 }  // namespace
 
-std::shared_ptr<http_call> http_fetch(net::io_context& ioc, http_request req,
+std::shared_ptr<http_call> http_fetch(asio::io_context& ioc, http_request req,
                                       std::function<void(http_result)> done) {
   auto op = std::make_shared<http_operation>(ioc, std::move(req), std::move(done));
   op->start();
   return op;
 }
 
-std::shared_ptr<http_call> http_open_stream(net::io_context& ioc, http_request req,
+std::shared_ptr<http_call> http_open_stream(asio::io_context& ioc, http_request req,
                                             http_stream_handlers handlers) {
   auto op = std::make_shared<http_operation>(ioc, std::move(req), std::move(handlers));
   op->start();
   return op;
 }
 
-}  // namespace tidings::sources
+}  // namespace tidings::net

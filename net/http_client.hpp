@@ -1,9 +1,10 @@
 #pragma once
 
-// An asynchronous HTTP/1.1 client for connectors (Boost.Beast) on the
-// sources thread: one-shot requests (poll, webhook backend reads, MCP POSTs,
-// Kubernetes lists) and streamed responses (Kubernetes watches, MCP's SSE
-// streams), whose body arrives in pieces as the server sends them.
+// An asynchronous HTTP/1.1 client (Boost.Beast) for the connectors and the
+// etcd client: one-shot requests (poll, webhook backend reads, MCP POSTs,
+// Kubernetes lists, etcd calls) and streamed responses (Kubernetes and etcd
+// watches, MCP's SSE streams), whose body arrives in pieces as the server
+// sends them.
 //
 // Every call is bounded: a connect+headers timeout, a body size cap for
 // one-shot requests, an idle timeout for streams. Errors are values.
@@ -20,7 +21,7 @@
 
 #include <boost/asio/io_context.hpp>
 
-namespace tidings::sources {
+namespace tidings::net {
 
 using http_headers = std::vector<std::pair<std::string, std::string>>;
 
@@ -83,4 +84,4 @@ struct http_url {
 };
 bool parse_http_url(std::string_view url, http_url* out, std::string* error);
 
-}  // namespace tidings::sources
+}  // namespace tidings::net
