@@ -196,6 +196,19 @@ bool transient(int status, const std::string& message) {
          message.find("timed out") != std::string::npos;
 }
 
+// etcd's refusal: {"message": ...} from unary calls, {"error": {"message":
+// ...}} from the streaming ones (keep-alive, watch).
+std::string error_message(int status, const std::string& body) {
+  const auto reply = json::parse(body, nullptr, false);
+  if (reply.is_object()) {
+    if (const auto it = reply.find("message"); it != reply.end() && it->is_string())
+      return it->get<std::string>();
+    if (const auto it = reply.find("error"); it != reply.end() && it->is_object())
+      if (const auto m = it->find("message"); m != it->end() && m->is_string()) return m->get<std::string>();
+  }
+  return "HTTP " + std::to_string(status);
+}
+
 }  // namespace
 
 void etcd_client::call(std::string path, std::string body, bool idempotent,
@@ -226,21 +239,23 @@ void etcd_client::attempt(std::string path, std::string body, bool idempotent,
         const std::string& where = self->endpoints_[endpoint];
         std::string error;
         bool retry = false;
+        // Whether the request may have reached etcd and been applied: not
+        // when the connection was never made, nor when etcd refused it.
+        bool outcome_unknown = false;
         if (!r.error.empty()) {
-          // Later calls try the next member.
-          if (self->current_ == endpoint) self->current_ = (endpoint + 1) % self->endpoints_.size();
           error = r.error;
           retry = true;
+          outcome_unknown = r.error.rfind("resolve ", 0) != 0 && r.error.rfind("connect ", 0) != 0;
         } else if (r.response.status != 200) {
-          error = "HTTP " + std::to_string(r.response.status);
-          const auto reply = json::parse(r.response.body, nullptr, false);
-          if (reply.is_object() && reply.contains("message") && reply["message"].is_string())
-            error = reply["message"].get<std::string>();
+          error = error_message(r.response.status, r.response.body);
           retry = transient(r.response.status, error);
+          outcome_unknown = retry;  // a leader change or a timeout may come after the commit
         } else {
           cb("", std::move(r.response.body));
           return;
         }
+        // Later calls go to the next member.
+        if (retry && self->current_ == endpoint) self->current_ = (endpoint + 1) % self->endpoints_.size();
         // A read or a keep-alive is tried again, on the next member, until the
         // call's time is up; a write is the caller's to judge (it may have been
         // applied).
@@ -255,7 +270,9 @@ void etcd_client::attempt(std::string path, std::string body, bool idempotent,
           });
           return;
         }
-        cb("etcd " + where + ": " + error + (idempotent ? "" : " (a write: it may have been applied)"), {});
+        cb("etcd " + where + ": " + error +
+               (!idempotent && outcome_unknown ? " (a write: it may have been applied)" : ""),
+           {});
       }));
 }
 
@@ -302,8 +319,16 @@ void etcd_client::keep_alive(std::int64_t lease, done<etcd_lease> cb) {
 }
 
 void etcd_client::revoke_lease(std::int64_t lease, done<bool> cb) {
+  // A lease etcd does not know is gone already: what a revoke wants, and
+  // what a retried revoke whose first answer was lost hears.
+  auto gone_is_done = [cb = std::move(cb)](std::string error, bool revoked) {
+    if (error.find("requested lease not found") != std::string::npos)
+      cb("", true);
+    else
+      cb(std::move(error), revoked);
+  };
   call("/v3/lease/revoke", json{{"ID", std::to_string(lease)}}.dump(), true,
-       parsed<bool>(std::move(cb), "lease revoke", [](const json&) { return true; }));
+       parsed<bool>(std::move(gone_is_done), "lease revoke", [](const json&) { return true; }));
 }
 
 void etcd_client::put(std::string key, std::string value, std::int64_t lease, done<std::int64_t> cb) {
@@ -340,92 +365,120 @@ void etcd_client::txn(std::vector<etcd_compare> compares, std::vector<etcd_op> s
        }));
 }
 
+namespace {
+
+// A watch's shared state: the handlers (released once it ends), the
+// splitter, and whether end was said. The handle given out cancels
+// through it, so nothing runs after cancel(), not even the rest of a
+// piece already being split.
+struct watch_state {
+  etcd_watch_handlers handlers;
+  object_splitter splitter;
+  bool ended = false;
+  std::string where;
+  std::shared_ptr<http_call> stream;
+  void end(std::string error) {
+    if (ended) return;
+    ended = true;
+    auto cb = std::move(handlers.end);
+    handlers = {};
+    if (cb) cb("etcd " + where + ": " + error);
+  }
+  void stop() {
+    ended = true;
+    handlers = {};
+    if (auto s = std::move(stream)) s->cancel();
+  }
+};
+
+class watch_call : public http_call {
+ public:
+  explicit watch_call(std::shared_ptr<watch_state> state) : state_(std::move(state)) {}
+  void cancel() override { state_->stop(); }
+
+ private:
+  std::shared_ptr<watch_state> state_;
+};
+
+// One watch message: the events it brings, or why the watch is over.
+std::string read_watch_message(const std::string& text, std::vector<etcd_event>* events,
+                               std::int64_t* revision) {
+  try {
+    const auto message = json::parse(text);
+    if (const auto it = message.find("error"); it != message.end())
+      return it->is_object() ? it->value("message", std::string("watch error")) : std::string("watch error");
+    const auto& result = message.at("result");
+    *revision = revision_of(result);
+    if (result.value("canceled", false)) {
+      std::string why = "watch cancelled";
+      if (const auto compact = number_of(result, "compact_revision"); compact > 0)
+        why += " (compacted at revision " + std::to_string(compact) + ")";
+      else if (result.contains("cancel_reason"))
+        why += " (" + result["cancel_reason"].get<std::string>() + ")";
+      return why;
+    }
+    if (const auto it = result.find("events"); it != result.end() && it->is_array())
+      for (const auto& e : *it)
+        events->push_back(etcd_event{e.value("type", std::string()) == "DELETE", kv_of(e.at("kv"))});
+    return {};
+  } catch (const std::exception& e) {
+    return std::string("unreadable watch message (") + e.what() + ")";
+  }
+}
+
+}  // namespace
+
 std::shared_ptr<http_call> etcd_client::watch(std::string key, std::string range_end,
-                                              std::int64_t start_revision, etcd_watch_handlers handlers) {
-  json create = {{"key", base64_encode(key)}};
+                                              std::int64_t start_revision, etcd_watch_handlers handlers,
+                                              std::chrono::milliseconds idle_timeout) {
+  json create = {{"key", base64_encode(key)}, {"progress_notify", true}};
   if (!range_end.empty()) create["range_end"] = base64_encode(range_end);
   if (start_revision > 0) create["start_revision"] = std::to_string(start_revision);
+  const std::size_t endpoint = current_;
   http_request req;
   req.method = "POST";
-  req.url = endpoints_[current_] + "/v3/watch";
+  req.url = endpoints_[endpoint] + "/v3/watch";
   req.headers = {{"Content-Type", "application/json"}};
   req.body = json{{"create_request", create}}.dump();
   req.timeout = timeout_;
+  req.idle_timeout = idle_timeout;
 
-  // Shared by the stream's callbacks: the splitter and whether end was said.
-  struct watch_state {
-    etcd_watch_handlers handlers;
-    object_splitter splitter;
-    bool ended = false;
-    std::string where;
-    void end(std::string error) {
-      if (ended) return;
-      ended = true;
-      auto cb = std::move(handlers.end);
-      handlers = {};
-      if (cb) cb("etcd " + where + ": " + error);
-    }
-  };
   auto state = std::make_shared<watch_state>();
   state->handlers = std::move(handlers);
-  state->where = endpoints_[current_];
-
-  auto call_holder = std::make_shared<std::weak_ptr<http_call>>();
-  http_stream_handlers h;
-  h.head = [state, call_holder](const http_response& head) {
-    if (head.status != 200) {
-      state->end("watch refused with HTTP " + std::to_string(head.status));
-      if (auto c = call_holder->lock()) c->cancel();
-    }
-  };
-  h.data = [state, call_holder](std::string_view data) {
+  state->where = endpoints_[endpoint];
+  // A watch that fails sends the caller's next watch (and calls) to the
+  // next member.
+  std::weak_ptr<etcd_client> weak = weak_from_this();
+  auto fail = [state, weak, endpoint](std::string error) {
     if (state->ended) return;
+    if (auto self = weak.lock(); self && self->current_ == endpoint)
+      self->current_ = (endpoint + 1) % self->endpoints_.size();
+    state->end(std::move(error));
+    state->stop();
+  };
+  http_stream_handlers h;
+  h.head = [fail](const http_response& head) {
+    if (head.status != 200) fail("watch refused: " + error_message(head.status, head.body));
+  };
+  h.data = [state, fail](std::string_view data) {
     state->splitter.feed(data, [&](const std::string& text) {
       if (state->ended) return;
       std::vector<etcd_event> events;
       std::int64_t revision = 0;
-      std::string problem;
-      try {
-        const auto message = json::parse(text);
-        if (message.contains("error")) {
-          problem = message["error"].value("message", std::string("watch error"));
-        } else {
-          const auto& result = message.at("result");
-          revision = revision_of(result);
-          if (result.value("canceled", false)) {
-            problem = "watch cancelled";
-            if (const auto compact = number_of(result, "compact_revision"); compact > 0)
-              problem += " (compacted at revision " + std::to_string(compact) + ")";
-            else if (result.contains("cancel_reason"))
-              problem += " (" + result["cancel_reason"].get<std::string>() + ")";
-          } else if (const auto it = result.find("events"); it != result.end() && it->is_array()) {
-            for (const auto& e : *it)
-              events.push_back(etcd_event{e.value("type", std::string()) == "DELETE", kv_of(e.at("kv"))});
-          }
-        }
-      } catch (const std::exception& e) {
-        problem = std::string("unreadable watch message (") + e.what() + ")";
-      }
-      if (!problem.empty()) {
-        state->end(problem);
-        if (auto c = call_holder->lock()) c->cancel();
+      if (auto problem = read_watch_message(text, &events, &revision); !problem.empty()) {
+        fail(std::move(problem));
         return;
       }
       if (!events.empty() && state->handlers.events) state->handlers.events(events, revision);
     });
-    if (state->splitter.pending() > max_watch_message) {
-      state->end("watch message over 16 MiB");
-      if (auto c = call_holder->lock()) c->cancel();
-    }
+    if (!state->ended && state->splitter.pending() > max_watch_message) fail("watch message over 16 MiB");
   };
-  h.end = [state](std::string error) {
-    state->end(error.empty() ? "watch closed by etcd" : std::move(error));
-  };
-  auto call = http_open_stream(ioc_, std::move(req), std::move(h));
-  *call_holder = call;
+  h.end = [fail](std::string error) { fail(error.empty() ? "watch closed by etcd" : std::move(error)); };
+  state->stream = http_open_stream(ioc_, std::move(req), std::move(h));
+  auto handle = std::make_shared<watch_call>(state);
   forget_finished();
-  calls_.push_back(call);
-  return call;
+  calls_.push_back(handle);
+  return handle;
 }
 
 }  // namespace tidings::net

@@ -109,9 +109,13 @@ class etcd_client : public std::enable_shared_from_this<etcd_client> {
   void txn(std::vector<etcd_compare> compares, std::vector<etcd_op> success, std::vector<etcd_op> failure,
            done<etcd_txn_result> cb);
   // Changes to [key, range_end) from start_revision (0: from now). Dropping
-  // the handle does not stop it; cancel() does.
+  // the handle does not stop it; cancel() does, and nothing runs after.
+  // The watch asks etcd for progress notices, so idle_timeout (0: none)
+  // longer than etcd's progress interval ends a watch whose member went
+  // silent (a partition) instead of leaving it waiting forever.
   std::shared_ptr<http_call> watch(std::string key, std::string range_end, std::int64_t start_revision,
-                                   etcd_watch_handlers handlers);
+                                   etcd_watch_handlers handlers,
+                                   std::chrono::milliseconds idle_timeout = std::chrono::milliseconds(0));
 
   // Ends every call in flight; none of their callbacks runs after this.
   void cancel_all();

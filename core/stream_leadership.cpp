@@ -1,0 +1,149 @@
+#include "core/stream_leadership.hpp"
+
+#include <algorithm>
+
+namespace tidings::core {
+namespace {
+
+rule_result refuse(std::string reason) {
+  return rule_result{false, {}, std::move(reason)};
+}
+
+rule_result accept(stream_record r) {
+  std::sort(r.isr.begin(), r.isr.end());
+  r.isr.erase(std::unique(r.isr.begin(), r.isr.end()), r.isr.end());
+  return rule_result{true, std::move(r), {}};
+}
+
+bool contains(const std::vector<member_id>& v, const member_id& m) {
+  return std::find(v.begin(), v.end(), m) != v.end();
+}
+
+// A change only the leader at its current epoch may make.
+const char* leader_check(const stream_record& r, const member_id& by, std::uint64_t at_epoch) {
+  if (r.leader != by) return "only the stream's leader changes its in-sync replicas";
+  if (r.leader_epoch != at_epoch) return "the leader epoch has moved on";
+  return nullptr;
+}
+
+}  // namespace
+
+bool stream_record::in_isr(const member_id& m) const {
+  return contains(isr, m);
+}
+
+stream_record first_record(const member_id& leader, const std::vector<member_id>& replicas,
+                           std::uint64_t log_epoch) {
+  stream_record r;
+  r.leader = leader;
+  r.leader_epoch = 1;
+  r.isr = replicas;
+  r.isr.push_back(leader);
+  r.log_epoch = log_epoch;
+  r.epochs = {{1, 1}};
+  return accept(std::move(r)).record;
+}
+
+rule_result shrink_isr(const stream_record& r, const member_id& by, std::uint64_t at_epoch,
+                       const member_id& member) {
+  if (const char* why = leader_check(r, by, at_epoch)) return refuse(why);
+  if (member == by) return refuse("the leader cannot leave the in-sync replicas");
+  if (!r.in_isr(member)) return refuse(member + " is not an in-sync replica");
+  stream_record next = r;
+  next.isr.erase(std::find(next.isr.begin(), next.isr.end(), member));
+  return accept(std::move(next));
+}
+
+rule_result expand_isr(const stream_record& r, const member_id& by, std::uint64_t at_epoch,
+                       const member_id& member, std::uint64_t member_end, std::uint64_t leader_end) {
+  if (const char* why = leader_check(r, by, at_epoch)) return refuse(why);
+  if (r.in_isr(member)) return refuse(member + " is an in-sync replica already");
+  if (member_end < leader_end)
+    return refuse(member + " holds up to " + std::to_string(member_end) + ", short of the leader's " +
+                  std::to_string(leader_end));
+  stream_record next = r;
+  next.isr.push_back(member);
+  return accept(std::move(next));
+}
+
+rule_result elect(const stream_record& r, const member_id& candidate, std::uint64_t candidate_end,
+                  const std::vector<member_id>& live) {
+  if (!contains(live, candidate)) return refuse(candidate + " holds no live lease");
+  if (!r.in_isr(candidate))
+    return refuse(candidate + " is not an in-sync replica: it may lack acknowledged events");
+  if (!r.leader.empty() && r.leader != candidate && contains(live, r.leader))
+    return refuse("the leader " + r.leader + " still holds its lease");
+  stream_record next = r;
+  next.leader = candidate;
+  next.leader_epoch = r.leader_epoch + 1;
+  next.isr.clear();
+  for (const auto& m : r.isr)
+    if (contains(live, m)) next.isr.push_back(m);
+  next.epochs.push_back({next.leader_epoch, candidate_end + 1});
+  return accept(std::move(next));
+}
+
+rule_result force_elect(const stream_record& r, const member_id& candidate, std::uint64_t candidate_end,
+                        const std::vector<member_id>& live, std::uint64_t new_log_epoch) {
+  if (!contains(live, candidate)) return refuse(candidate + " holds no live lease");
+  for (const auto& m : r.isr)
+    if (contains(live, m)) return refuse("the in-sync replica " + m + " is alive: elect it instead");
+  if (new_log_epoch == r.log_epoch) return refuse("a forced election starts a new log epoch");
+  stream_record next;
+  next.leader = candidate;
+  next.leader_epoch = r.leader_epoch + 1;
+  next.isr = {candidate};
+  next.log_epoch = new_log_epoch;
+  next.epochs = {{next.leader_epoch, candidate_end + 1}};
+  return accept(std::move(next));
+}
+
+bool may_acknowledge(const stream_record& r, const member_id& me, std::uint64_t my_epoch, std::uint64_t seq,
+                     const std::map<member_id, std::uint64_t>& durable_ends, std::size_t min_insync) {
+  if (r.leader != me || r.leader_epoch != my_epoch) return false;
+  if (r.isr.size() < min_insync) return false;
+  return std::all_of(r.isr.begin(), r.isr.end(), [&](const member_id& m) {
+    const auto it = durable_ends.find(m);
+    return it != durable_ends.end() && it->second >= seq;
+  });
+}
+
+std::uint64_t epoch_of(const epoch_starts& epochs, std::uint64_t seq) {
+  std::uint64_t epoch = 0;
+  for (const auto& e : epochs) {
+    if (e.start > seq) break;
+    epoch = e.leader_epoch;
+  }
+  return epoch;
+}
+
+std::uint64_t common_prefix(const epoch_starts& a, std::uint64_t a_end, const epoch_starts& b,
+                            std::uint64_t b_end) {
+  const std::uint64_t end = std::min(a_end, b_end);
+  // The epoch of a seq changes only at a start of either log: compare there.
+  std::vector<std::uint64_t> boundaries = {1};
+  for (const auto& e : a) boundaries.push_back(e.start);
+  for (const auto& e : b) boundaries.push_back(e.start);
+  std::sort(boundaries.begin(), boundaries.end());
+  for (const auto s : boundaries) {
+    if (s > end) break;
+    if (s >= 1 && epoch_of(a, s) != epoch_of(b, s)) return s - 1;
+  }
+  return end;
+}
+
+epoch_starts truncate_epochs(epoch_starts epochs, std::uint64_t end) {
+  // An epoch that began past the new end wrote nothing left in the log;
+  // the newest remaining one goes on (the replica appends under it until
+  // it learns of a newer one).
+  while (epochs.size() > 1 && epochs.back().start > end) epochs.pop_back();
+  return epochs;
+}
+
+bool note_append(epoch_starts& epochs, std::uint64_t leader_epoch, std::uint64_t seq) {
+  if (!epochs.empty() && epochs.back().leader_epoch > leader_epoch) return false;
+  if (epochs.empty() || epochs.back().leader_epoch < leader_epoch) epochs.push_back({leader_epoch, seq});
+  return true;
+}
+
+}  // namespace tidings::core
