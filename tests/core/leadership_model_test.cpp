@@ -357,8 +357,9 @@ TEST_CASE("leadership model: each rule, broken, lets the search find the loss it
 
 namespace tidings::core {
 
-TEST_CASE("leadership model: a leader that outlives its lease acts beside the next, yet loses nothing acknowledged",
-          "[leadership]") {
+TEST_CASE(
+    "leadership model: a leader that outlives its lease acts beside the next, yet loses nothing acknowledged",
+    "[leadership]") {
   // ADR 0021: safety rests on the ISR and the compare-and-swap, not on
   // clocks; the lease bounds how long a deposed leader serves stale data.
   const auto r = search(bounds{}, mutation::leader_outlives_lease, false);
