@@ -10,6 +10,7 @@
 
 #include "client/http_client.hpp"
 #include "net/base64.hpp"
+#include "tests/net/run_loop.hpp"
 #include "tests/support/etcd_cluster.hpp"
 
 namespace tidings::net {
@@ -23,19 +24,6 @@ using testing::etcd_cluster;
 etcd_cluster& shared_etcd() {
   static etcd_cluster cluster(1);
   return cluster;
-}
-
-// Runs the loop until `done` holds or limit passes; false on timeout.
-bool run_until(boost::asio::io_context& ioc, const std::function<bool()>& done,
-               std::chrono::milliseconds limit = 5s) {
-  const auto deadline = std::chrono::steady_clock::now() + limit;
-  ioc.restart();
-  while (!done()) {
-    if (std::chrono::steady_clock::now() >= deadline) return false;
-    ioc.run_one_for(20ms);
-    if (ioc.stopped()) ioc.restart();
-  }
-  return true;
 }
 
 // A call's outcome, filled in by its callback.

@@ -9,6 +9,7 @@
 #include <boost/asio/ip/tcp.hpp>
 #include <catch2/catch.hpp>
 
+#include "tests/net/run_loop.hpp"
 #include "tests/support/loopback_server.hpp"
 
 namespace tidings::net {
@@ -19,19 +20,6 @@ using tidings::testing::gate;
 using tidings::testing::loopback_server;
 using tidings::testing::tcp_socket;
 namespace testing = tidings::testing;
-
-// Runs the loop until `done` holds or 5 s pass; false on timeout.
-bool run_until(boost::asio::io_context& ioc, const std::function<bool()>& done,
-               std::chrono::milliseconds limit = 5000ms) {
-  const auto deadline = std::chrono::steady_clock::now() + limit;
-  ioc.restart();
-  while (!done()) {
-    if (std::chrono::steady_clock::now() >= deadline) return false;
-    ioc.run_one_for(20ms);
-    if (ioc.stopped()) ioc.restart();
-  }
-  return true;
-}
 
 std::string response(const std::string& status_line, const std::string& headers, const std::string& body) {
   return "HTTP/1.1 " + status_line + "\r\n" + headers + "Content-Length: " + std::to_string(body.size()) +
