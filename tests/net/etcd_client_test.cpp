@@ -146,8 +146,10 @@ TEST_CASE(
   CHECK(f.range("/cas/k").kvs.at(0).value == "three");
 }
 
-TEST_CASE("etcd: a lease keeps its keys while kept alive; revoked, they go and a keep-alive says it is gone",
-          "[etcd]") {
+TEST_CASE(
+    "etcd: a lease keeps its keys while kept alive, and once revoked they go and a keep-alive says it is "
+    "gone",
+    "[etcd]") {
   fixture f;
   auto lease = await_call<etcd_lease>(f.ioc, [&](auto cb) { f.etcd->grant_lease(5, cb); });
   REQUIRE(*lease.error == "");
