@@ -19,6 +19,15 @@ RUN --mount=type=cache,target=/root/.cache/ccache \
  && install -D -t /out build/release/apps/tidingsd/tidingsd build/release/apps/tidings_cli/tidings \
  && strip --strip-debug /out/tidingsd /out/tidings
 
+# --- etcd: Debian's etcd for the cluster's record (compose.yaml) ------------
+FROM debian:bookworm-slim AS etcd
+RUN apt-get update -qq \
+ && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends etcd-server etcd-client \
+ && rm -rf /var/lib/apt/lists/*
+# Client and peer ports, on the compose network only.
+EXPOSE 2379 2380
+ENTRYPOINT ["etcd"]
+
 # --- runtime: the shared libraries the two binaries link, nothing else -----
 FROM debian:bookworm-slim
 # The runtime halves of bootstrap's -dev packages (ldd of both binaries;

@@ -90,6 +90,17 @@ void hub_registry::reroute() {
   }
 }
 
+void hub_registry::renew_relays(const std::string& owner) {
+  if (owner.empty()) return;
+  std::lock_guard lock(mutex_);
+  for (auto it = hubs_.begin(); it != hubs_.end();) {
+    if (it->second.owner == owner)
+      drop_locked(it++);
+    else
+      ++it;
+  }
+}
+
 void hub_registry::drop_locked(std::map<stream_key, entry>::iterator it) {
   caf::anon_send(it->second.actor, moved_atom::value);
   if (retired_.size() >= 1024)

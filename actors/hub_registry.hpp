@@ -40,6 +40,9 @@ class hub_registry {
   // Membership changed: every hub or relay whose owner is no longer right is
   // told `moved` and dropped; the next get() spawns the right one.
   void reroute();
+  // The connection to `owner` is new: its relays (which hold the old one,
+  // or none) are told `moved` and dropped; the next get() makes them anew.
+  void renew_relays(const std::string& owner);
   // Streams this node owns (hubs) and relays, for the admin views.
   std::size_t hub_count() const;
   std::size_t relay_count() const;

@@ -6,6 +6,7 @@
 
 #include "cluster/ask.hpp"
 #include "cluster/atoms.hpp"
+#include "cluster/etcd_control_plane.hpp"
 #include "cluster/node_actor.hpp"
 #include "cluster/wire.hpp"
 #include "logging/log.hpp"
@@ -43,7 +44,16 @@ std::unique_ptr<cluster_member> cluster_member::start(
   cluster::node_config ncfg;
   ncfg.self = {who.node_id, cfg.cluster_advertise.empty() ? *cfg.cluster_listen : cfg.cluster_advertise,
                who.http_address, who.incarnation, false};
-  ncfg.seeds = cfg.seeds;
+  // A watch silent for three lease terms is replaced: a member of etcd cut
+  // off from the others would otherwise leave it waiting forever.
+  auto lease = std::chrono::seconds(cfg.member_lease_seconds);
+  auto plane = std::make_shared<cluster::etcd_control_plane>(
+      cfg.etcd_endpoints,
+      std::chrono::milliseconds(std::max<std::int64_t>(1000, cfg.member_lease_seconds * 400)),
+      std::chrono::duration_cast<std::chrono::milliseconds>(3 * lease));
+  ncfg.plane = plane;
+  ncfg.prefix = cfg.etcd_prefix;
+  ncfg.lease_seconds = cfg.member_lease_seconds;
   ncfg.hubs = &hubs;
   ncfg.sources = std::move(sources);
   ncfg.watches = std::move(watches);
@@ -60,6 +70,7 @@ std::unique_ptr<cluster_member> cluster_member::start(
     });
   };
   std::unique_ptr<cluster_member> member(new cluster_member(system, std::move(view)));
+  member->plane_ = plane;
   member->hubs_ = &hubs;
   hubs.set_router(member->view_.get());
   member->node_ = system.spawn(cluster::node, std::move(ncfg));
@@ -223,8 +234,14 @@ std::string cluster_member::reconnect_url() const {
 
 void cluster_member::stop() {
   if (!node_) return;
+  // Leaving revokes the lease: the others see this node go at once rather
+  // than a lease term later.
+  caf::scoped_actor self{system_};
+  self->request(node_, std::chrono::seconds(3), cluster::leave_atom::value)
+      .receive([](bool) {}, [](caf::error&) {});
   caf::anon_send_exit(node_, caf::exit_reason::user_shutdown);
   node_ = nullptr;
+  if (plane_) plane_->stop();
 }
 
 }  // namespace tidings::broker

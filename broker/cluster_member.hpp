@@ -14,6 +14,7 @@
 #include "broker/api.hpp"
 #include "broker/config.hpp"
 #include "cluster/cluster_view.hpp"
+#include "cluster/control_plane.hpp"
 
 namespace tidings::broker {
 
@@ -29,8 +30,8 @@ class cluster_member {
     std::string http_address;  // what clients are sent to
     std::int64_t incarnation = 0;
   };
-  // Publishes the node actor on cluster-listen and starts dialling the
-  // seeds; nullptr with *error set when the port cannot be opened.
+  // Publishes the node actor on cluster-listen and registers in etcd
+  // (ADR 0022); nullptr with *error set when the port cannot be opened.
   static std::unique_ptr<cluster_member> start(
       caf::actor_system& system, const config& cfg, const identity& who, actors::hub_registry& hubs,
       actors::source_registry_actor sources, actors::watch_manager_actor watches, persistence::store& store,
@@ -38,7 +39,7 @@ class cluster_member {
       std::function<void(std::function<void(local_node_counts)>)> counts, std::string* error);
   ~cluster_member();
 
-  // Waits (at most `timeout`) until the seeds are connected members.
+  // Waits (at most `timeout`) until the members are listed and dialled.
   bool await_settled(std::chrono::milliseconds timeout);
   // Every member as JSON rows (GET /admin/v1/nodes); nullopt on timeout.
   void nodes(std::function<void(std::optional<std::string>)> reply);
@@ -54,7 +55,8 @@ class cluster_member {
   // Reads a stream's log at its owner (another member).
   void read(const std::string& tenant, const std::string& stream, std::uint64_t after_seq, std::size_t max,
             std::function<void(remote_log)> done);
-  // Leaves the cluster: the node actor ends, peers see it go.
+  // Leaves the cluster: the lease is revoked, the node actor ends, peers
+  // see it go.
   void stop();
 
  private:
@@ -68,6 +70,7 @@ class cluster_member {
   std::unique_ptr<cluster::cluster_view> view_;
   actors::hub_registry* hubs_ = nullptr;
   caf::actor node_;
+  std::shared_ptr<cluster::control_plane> plane_;
 };
 
 }  // namespace tidings::broker

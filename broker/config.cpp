@@ -68,22 +68,43 @@ std::optional<std::string> set_cluster_listen(config& c, const std::string& v) {
   return std::nullopt;
 }
 
-std::optional<std::string> set_seeds(config& c, const std::string& v) {
-  std::vector<std::string> seeds;
+// Comma-separated, blanks around items ignored, empty items skipped.
+std::vector<std::string> split_list(const std::string& v) {
+  std::vector<std::string> items;
   std::size_t start = 0;
   while (start <= v.size()) {
     auto comma = v.find(',', start);
     auto item = v.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
     while (!item.empty() && item.front() == ' ') item.erase(0, 1);
     while (!item.empty() && item.back() == ' ') item.pop_back();
-    if (!item.empty()) {
-      if (auto err = check_address(item, false)) return "'" + item + "' " + *err;
-      seeds.push_back(item);
-    }
+    if (!item.empty()) items.push_back(item);
     if (comma == std::string::npos) break;
     start = comma + 1;
   }
-  c.seeds = std::move(seeds);
+  return items;
+}
+
+std::optional<std::string> set_etcd(config& c, const std::string& v) {
+  std::vector<std::string> endpoints;
+  for (auto& item : split_list(v)) {
+    if (item.rfind("https://", 0) == 0)
+      return "'" + item + "': TLS to etcd is not supported yet; use an http:// endpoint on a private network";
+    if (item.rfind("http://", 0) != 0) return "'" + item + "' must be http://HOST:PORT";
+    auto host_port = item.substr(7);
+    while (!host_port.empty() && host_port.back() == '/') host_port.pop_back();
+    if (auto err = check_address(host_port, false)) return "'" + item + "' " + *err;
+    endpoints.push_back("http://" + host_port);
+  }
+  if (endpoints.empty()) return "must list at least one etcd endpoint, http://HOST:PORT[,...]";
+  c.etcd_endpoints = std::move(endpoints);
+  return std::nullopt;
+}
+
+std::optional<std::string> set_etcd_prefix(config& c, const std::string& v) {
+  if (v.empty() || v.front() != '/') return "must start with '/', got '" + v + "'";
+  for (unsigned char ch : v)
+    if (ch <= ' ' || ch == 0x7f) return "must not hold blanks or control characters";
+  c.etcd_prefix = v.back() == '/' ? v : v + "/";
   return std::nullopt;
 }
 
@@ -112,7 +133,10 @@ const std::map<std::string, setter>& setters() {
          c.cluster_advertise = v;
          return std::nullopt;
        }},
-      {"seeds", set_seeds},
+      {"etcd", set_etcd},
+      {"etcd-prefix", set_etcd_prefix},
+      {"member-lease-seconds",
+       number<std::int64_t>(1, 300, [](config& c, std::int64_t v) { c.member_lease_seconds = v; })},
       {"advertise",
        [](config& c, const std::string& v) -> std::optional<std::string> {
          if (auto err = check_address(v, false)) return err;
@@ -223,11 +247,19 @@ const std::map<std::string, setter>& setters() {
   return table;
 }
 
+// Settings that are gone, with what to use instead.
+std::string unknown_setting(const std::string& key) {
+  if (key == "seeds")
+    return "no longer exists: members find each other in etcd; give etcd: http://HOST:PORT[,...] "
+           "(docs/cluster.md)";
+  return "unknown setting";
+}
+
 // `where` is "--flag" for a flag or "config file F" for a file setting.
 std::optional<std::string> apply(config& c, const std::string& key, const std::string& value,
                                  const std::string& where) {
   auto it = setters().find(key);
-  if (it == setters().end()) return where + ": " + key + ": unknown setting";
+  if (it == setters().end()) return where + ": " + key + ": " + unknown_setting(key);
   if (auto err = it->second(c, value)) {
     // Flags are named in `where` already; file settings name their key.
     return where.rfind("--", 0) == 0 ? where + " " + *err : where + ": " + key + ": " + *err;
@@ -268,7 +300,7 @@ std::optional<std::string> apply_file(config& c, const std::string& path) {
         if (auto err = parse_tenants(kv.second, &c.tenants)) return where + ": " + *err;
         continue;
       }
-      if (!setters().contains(key)) return at_key("unknown setting");
+      if (!setters().contains(key)) return at_key(unknown_setting(key));
       if (!kv.second.IsScalar()) return at_key("must be a single value");
       std::string value;
       if (auto err = interpolate_env(kv.second.as<std::string>(), &value)) return at_key(*err);
@@ -341,7 +373,8 @@ std::string usage() {
          "                [--filter-memory-mb MB] [--watch-queue-frames N]\n"
          "                [--source-backoff-ms MS] [--audit-log FILE|-]\n"
          "                [--log-level LEVEL[,SUBSYSTEM=LEVEL...]] [--verbose]\n"
-         "                [--cluster-listen HOST:PORT] [--seeds HOST:PORT,...]\n"
+         "                [--cluster-listen HOST:PORT] [--etcd http://HOST:PORT,...]\n"
+         "                [--etcd-prefix /PREFIX/] [--member-lease-seconds S]\n"
          "                [--cluster-advertise HOST:PORT] [--advertise HOST:PORT]\n"
          "                [--cluster-private-network true|false]\n"
          "                [--replication-factor N] [--write-quorum all|N]\n"
@@ -370,7 +403,10 @@ parse_outcome parse_config(const std::vector<std::string>& args) {
     auto eq = a.find('=');
     auto key = a.substr(2, eq == std::string::npos ? std::string::npos : eq - 2);
     bool is_file = key == "config" || key == "check-config";
-    if (!is_file && !setters().contains(key)) return usage_error("unknown flag '--" + key + "'");
+    if (!is_file && !setters().contains(key)) {
+      if (key == "seeds") return usage_error("--seeds " + unknown_setting(key));
+      return usage_error("unknown flag '--" + key + "'");
+    }
     std::string value;
     if (eq != std::string::npos) {
       value = a.substr(eq + 1);
@@ -442,8 +478,13 @@ parse_outcome parse_config(const std::vector<std::string>& args) {
         "advertise: listen " + c.listen_host +
             " is a wildcard address; in a cluster set advertise to the HOST:PORT clients reach this node at",
         false};
-  if (!c.cluster_listen && (!c.seeds.empty() || !c.cluster_advertise.empty()))
-    return {std::nullopt, "seeds: a cluster needs cluster-listen too", false};
+  if (c.cluster_listen && c.etcd_endpoints.empty())
+    return {std::nullopt,
+            "etcd: a cluster needs etcd, where its members and the leaders of its streams are agreed; give "
+            "--etcd http://HOST:PORT[,...] (docs/cluster.md)",
+            false};
+  if (!c.cluster_listen && (!c.etcd_endpoints.empty() || !c.cluster_advertise.empty()))
+    return {std::nullopt, "etcd: a cluster needs cluster-listen too", false};
   if (c.audit_log.empty()) c.audit_log = c.data_dir + "/audit.ndjson";
   if (c.max_connections_per_address == 0) c.max_connections_per_address = c.tenants.empty() ? SIZE_MAX : 256;
   return {c, {}, false};

@@ -76,8 +76,14 @@ struct config {
   // Cluster (docs/cluster.md): no cluster_listen, a single node.
   std::optional<std::string> cluster_listen;  // host:port for the node-to-node port
   std::string cluster_advertise;              // what peers dial; empty: cluster_listen
-  std::vector<std::string> seeds;             // other nodes' cluster addresses
-  std::string advertise;                      // HTTP host:port clients are sent to; empty: listen
+  // The cluster's agreed record (ADR 0022): etcd members' client URLs
+  // (http://host:port), the key prefix this cluster's keys live under (one
+  // etcd may hold several clusters), and the TTL of this node's membership
+  // lease: a node that cannot renew it for that long counts as gone.
+  std::vector<std::string> etcd_endpoints;
+  std::string etcd_prefix = "/tidings/";
+  std::int64_t member_lease_seconds = 5;
+  std::string advertise;  // HTTP host:port clients are sent to; empty: listen
   // The operator vouches that only the nodes reach a non-loopback cluster port.
   bool cluster_private_network = false;
   // Replication (ADR 0017): copies of each stream's log, the owner's

@@ -285,7 +285,8 @@ int run_node(const config& cfg) {
       }
       routes.set_cluster(cluster->hooks());
       // Watches start their sources where the cluster places them: wait
-      // (briefly) for the seeds first, or every source would start here.
+      // (briefly) to be listed in etcd with the other members first, or
+      // every source would start here.
       if (!cluster->await_settled(std::chrono::seconds(3)))
         logging::warn("node.cluster_unsettled", {{"waited_ms", std::int64_t{3000}}});
     }

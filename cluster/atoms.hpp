@@ -8,8 +8,10 @@
 namespace tidings::cluster {
 
 // node <-> node
-using join_atom = caf::atom_constant<caf::atom("cjoin")>;          // (actor, Member) -> Members
-using members_atom = caf::atom_constant<caf::atom("cmembers")>;    // (Members): gossip
+using join_atom = caf::atom_constant<caf::atom("cjoin")>;  // (actor, Member) -> Members (itself)
+// (node id, incarnation): the sender drains. The record says so too, but a
+// peer must know before the drain's own messages (moved watches) arrive.
+using draining_atom = caf::atom_constant<caf::atom("cdraining")>;
 using publish_atom = caf::atom_constant<caf::atom("cpublish")>;    // (PublishRequest) -> PublishReply
 using fetch_atom = caf::atom_constant<caf::atom("cfetch")>;        // (FetchRequest) -> FeedPage
 using open_atom = caf::atom_constant<caf::atom("cfeedopen")>;      // (actor relay, node id, FetchRequest)

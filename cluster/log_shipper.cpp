@@ -134,8 +134,18 @@ void on_reply(self_ptr self, const std::string& id, std::uint64_t generation, bo
               std::uint64_t shipped_then, const proto::ReplicaReply& r);
 void on_failure(self_ptr self, const std::string& id, std::uint64_t generation, const std::string& why);
 
-void send(self_ptr self, const std::string& id, follower& f, const proto::ReplicaAppend& a, bool catch_up) {
+// The follower's incarnation in the agreed membership; 0 when it is not listed.
+std::int64_t incarnation_of(const shipper_state& st, const std::string& id) {
+  auto m = st.cfg.view->current();
+  for (const auto& [peer, handle] : m->peers)
+    if (peer.id == id) return peer.incarnation;
+  return 0;
+}
+
+void send(self_ptr self, const std::string& id, follower& f, proto::ReplicaAppend a, bool catch_up) {
   auto& st = self->state;
+  if (!f.node) return;  // listed but not connected: probed once it is
+  a.set_follower_incarnation(incarnation_of(st, id));
   if (catch_up) f.busy = true;
   auto generation = f.generation;
   auto shipped_then = st.shipped;
@@ -422,6 +432,22 @@ void refresh(self_ptr self) {
   for (auto it = st.followers.begin(); it != st.followers.end();) {
     auto node = m->node_of(it->first);
     bool keep = std::find(wanted.begin(), wanted.end(), it->first) != wanted.end();
+    bool listed = std::binary_search(m->holders.begin(), m->holders.end(), it->first);
+    if (!node && listed) {
+      // A member (the record lists it) this node has no connection to: it
+      // stays required, since it may hold what was shipped (ADR 0022);
+      // writes wait until it is reached again or the record drops it.
+      if (it->second.node) {
+        logging::warn("replication.follower_unreachable",
+                      {{"stream", st.cfg.stream.name}, {"node", it->first}});
+        it->second.node = nullptr;
+        ++it->second.generation;
+        it->second.busy = false;
+        if (it->second.at == phase::in_sync) it->second.at = phase::probing;
+      }
+      ++it;
+      continue;
+    }
     if (!node) {
       // Lost: a follower that is gone waits for nothing (and holds nothing we count).
       logging::info("replication.follower_lost", {{"stream", st.cfg.stream.name}, {"node", it->first}});

@@ -1,6 +1,7 @@
 #include "cluster/member_table.hpp"
 
 #include <algorithm>
+#include <set>
 
 namespace tidings::cluster {
 
@@ -10,46 +11,49 @@ void member_table::set_self(member self) {
   self_ = std::move(self);
 }
 
-bool member_table::learn(const member& m) {
-  if (m.id.empty() || m.id == self_.id) return false;
-  auto it = others_.find(m.id);
-  if (it == others_.end()) {
-    others_.emplace(m.id, entry{m, member_state::down, false});
-    return true;
+bool member_table::set_agreed(const std::vector<member>& members) {
+  bool changed = false;
+  bool listed_self = false;
+  std::set<std::string> listed;
+  for (const auto& m : members) {
+    if (m.id.empty()) continue;
+    if (m.id == self_.id) {
+      // Our own record as etcd holds it may lag our draining flag: we know best.
+      listed_self = true;
+      continue;
+    }
+    listed.insert(m.id);
+    auto [it, added] = others_.try_emplace(m.id, entry{m, member_state::up});
+    if (added) {
+      changed = true;
+      continue;
+    }
+    auto record = m;
+    if (it->second.m.incarnation == m.incarnation && it->second.m.draining) record.draining = true;
+    if (it->second.m != record || it->second.state != member_state::up) changed = true;
+    it->second = entry{record, member_state::up};
   }
-  auto& e = it->second;
-  if (m.incarnation < e.m.incarnation) return false;
-  if (m.incarnation > e.m.incarnation) {
-    // A newer life: what we knew of the old one (its connection) is stale.
-    e.m = m;
-    e.state = member_state::down;
-    return true;
-  }
-  // One life of a node keeps its addresses; only draining can change, and
-  // only one way. (Accepting any differing record let two gossipers with
-  // different copies flip each other forever.)
-  if (m.draining && !e.m.draining) {
-    e.m.draining = true;
-    return true;
-  }
-  return false;
+  for (auto& [id, e] : others_)
+    if (!listed.contains(id) && e.state == member_state::up) {
+      e.state = member_state::down;
+      changed = true;
+    }
+  if (listed_self != is_member_) changed = true;
+  is_member_ = listed_self;
+  return changed;
 }
 
-bool member_table::mark_up(const std::string& id, std::int64_t incarnation) {
+bool member_table::mark_draining(const std::string& id, std::int64_t incarnation) {
   auto it = others_.find(id);
-  if (it == others_.end() || it->second.m.incarnation != incarnation) return false;
-  auto& e = it->second;
-  if (e.state == member_state::up) return false;
-  e.state = member_state::up;
-  e.ever_up = true;
+  if (it == others_.end() || it->second.m.incarnation != incarnation || it->second.m.draining) return false;
+  it->second.m.draining = true;
   return true;
 }
 
-bool member_table::mark_down(const std::string& id) {
-  auto it = others_.find(id);
-  if (it == others_.end() || it->second.state == member_state::down) return false;
-  it->second.state = member_state::down;
-  return true;
+bool member_table::lapse() {
+  bool was = is_member_;
+  is_member_ = false;
+  return was;
 }
 
 std::optional<member> member_table::find(const std::string& id) const {
@@ -60,15 +64,16 @@ std::optional<member> member_table::find(const std::string& id) const {
 }
 
 std::optional<member_state> member_table::state(const std::string& id) const {
-  if (id == self_.id) return member_state::up;
+  if (id == self_.id) return is_member_ ? member_state::up : member_state::down;
   auto it = others_.find(id);
   if (it == others_.end()) return std::nullopt;
   return it->second.state;
 }
 
 std::vector<std::string> member_table::live_ids() const {
-  std::vector<std::string> out{self_.id};
-  for (auto& [id, e] : others_)
+  std::vector<std::string> out;
+  if (is_member_) out.push_back(self_.id);
+  for (const auto& [id, e] : others_)
     if (e.state == member_state::up) out.push_back(id);
   std::sort(out.begin(), out.end());
   return out;
@@ -76,8 +81,8 @@ std::vector<std::string> member_table::live_ids() const {
 
 std::vector<std::string> member_table::placement_ids() const {
   std::vector<std::string> out;
-  if (!self_.draining) out.push_back(self_.id);
-  for (auto& [id, e] : others_)
+  if (is_member_ && !self_.draining) out.push_back(self_.id);
+  for (const auto& [id, e] : others_)
     if (e.state == member_state::up && !e.m.draining) out.push_back(id);
   std::sort(out.begin(), out.end());
   return out;
@@ -85,22 +90,21 @@ std::vector<std::string> member_table::placement_ids() const {
 
 std::vector<std::string> member_table::lost_ids() const {
   std::vector<std::string> out;
-  for (auto& [id, e] : others_)
-    if (e.state == member_state::down && e.ever_up && !e.m.draining)
-      out.push_back(id);  // drained: left, not lost
+  for (const auto& [id, e] : others_)
+    if (e.state == member_state::down && !e.m.draining) out.push_back(id);  // drained: left, not lost
   return out;
 }
 
 std::vector<member> member_table::all() const {
   std::vector<member> out{self_};
-  for (auto& [id, e] : others_) out.push_back(e.m);
+  for (const auto& [id, e] : others_) out.push_back(e.m);
   return out;
 }
 
-std::vector<member> member_table::unconnected() const {
+std::vector<member> member_table::others_up() const {
   std::vector<member> out;
-  for (auto& [id, e] : others_)
-    if (e.state == member_state::down) out.push_back(e.m);
+  for (const auto& [id, e] : others_)
+    if (e.state == member_state::up) out.push_back(e.m);
   return out;
 }
 

@@ -1,12 +1,15 @@
 #pragma once
 
-// The cluster's members as one node knows them, merged from gossip. Pure
-// logic (no actors, no clock) so the merge rules are unit-tested.
+// The cluster's members as one node acts on them: exactly what etcd lists
+// (ADR 0022), never what the node concludes from its own connections. Pure
+// logic (no actors, no clock) so the rules are unit-tested.
 //
 // A member is identified by its node id (kept in its store, so a restart on
-// the same data is the same member). Its incarnation is its start time: a
-// record with a higher incarnation replaces an older one, so a restarted
-// node's new address wins over what others still gossip about its last life.
+// the same data is the same member) and registers under an etcd lease; its
+// incarnation is its start time. A member etcd stops listing (its lease
+// expired or was revoked) is down, whatever this node's connection to it
+// says; this node itself counts as a member only while its own
+// registration holds.
 
 #include <cstdint>
 #include <map>
@@ -34,37 +37,41 @@ class member_table {
   const member& self() const { return self_; }
   void set_self(member self);
 
-  // What gossip or a join told us. Returns true when the table changed: a
-  // new member, a newer life of one, or one that started draining. A record
-  // for ourselves is ignored (we know best), as is one older than what we
-  // hold; within one life only `draining` changes, from false to true.
-  bool learn(const member& m);
-  // We hold a live connection to `id` (incarnation `incarnation`): up.
-  bool mark_up(const std::string& id, std::int64_t incarnation);
-  // The connection to `id` was lost. True if it was up.
-  bool mark_down(const std::string& id);
+  // The members etcd lists now. Exactly these are up (their records as
+  // listed); every other member known is down; this node is a member when
+  // it is listed. True when anything changed.
+  bool set_agreed(const std::vector<member>& members);
+  // This node's registration lapsed (its lease is gone or could not be
+  // renewed in time): it is no member until set_agreed lists it again.
+  // What it knew of the others stays as it was. True when it was a member.
+  bool lapse();
+  bool is_member() const { return is_member_; }
+  // The member said itself that it drains (before the record may say so).
+  // Within one life draining only goes from false to true: a list that
+  // does not say so yet does not undo it. True when it changed.
+  bool mark_draining(const std::string& id, std::int64_t incarnation);
 
   std::optional<member> find(const std::string& id) const;
   std::optional<member_state> state(const std::string& id) const;
-  // Ids of members that are up, ourselves included, sorted: every member
-  // that may hold a stream's log.
+  // Ids of the members that are up, this node included while it is one,
+  // sorted: every member that may hold a stream's log.
   std::vector<std::string> live_ids() const;
   // The members keys are placed on: up and not draining, sorted.
   std::vector<std::string> placement_ids() const;
-  // Ids of members we saw and then lost.
+  // Ids of members that were up and are not (left by a drain: not lost).
   std::vector<std::string> lost_ids() const;
-  // Every member, ourselves first: what we gossip.
+  // Every member known, this node first.
   std::vector<member> all() const;
-  // Known but not connected: whom to dial.
-  std::vector<member> unconnected() const;
+  // The other members that are up.
+  std::vector<member> others_up() const;
 
  private:
   struct entry {
     member m;
     member_state state = member_state::down;
-    bool ever_up = false;
   };
   member self_;
+  bool is_member_ = false;
   std::map<std::string, entry> others_;
 };
 

@@ -27,9 +27,9 @@ void on_done(self_ptr self, std::uint64_t token, const std::string& bytes) {
 
 }  // namespace
 
-// Membership changed: placement, the relays and hubs that follow from it,
-// and every peer hears what we know; then what this node's store holds for
-// other owners goes to them.
+// Membership changed (the agreed list, or a connection): placement, the
+// relays and hubs that follow from it, and what this node's store holds
+// for other owners goes to them.
 void on_change(self_ptr self) {
   auto& st = self->state;
   auto m = std::make_shared<membership>();
@@ -40,12 +40,12 @@ void on_change(self_ptr self) {
   for (auto& [id, handle] : st.handles)
     if (st.table.state(id) == member_state::up) m->peers.emplace_back(*st.table.find(id), handle);
   logging::info("cluster.members", {{"live", static_cast<std::uint64_t>(m->live.size())},
-                                    {"lost", static_cast<std::uint64_t>(m->lost.size())}});
+                                    {"connected", static_cast<std::uint64_t>(m->peers.size())},
+                                    {"lost", static_cast<std::uint64_t>(m->lost.size())},
+                                    {"member", st.table.is_member()}});
   st.cfg.view->update(std::move(m));
   st.cfg.hubs->reroute();
   st.cfg.view->follow_sources(true);
-  auto gossip = encode_members(st.table.all());
-  for (auto& [id, handle] : st.handles) self->send(handle, members_atom::value, gossip);
   rebalance(self);
   sync_watch_copies(self);
   answer_if_settled(self);
@@ -58,86 +58,70 @@ void answer_if_settled(self_ptr self) {
   st.settle_waiters.clear();
 }
 
-// Every seed is a connected member and no dial is pending.
+// The members are listed and every one of them was dialled at least once.
 bool settled(self_ptr self) {
   auto& st = self->state;
-  if (!st.dialing.empty()) return false;
-  for (auto& seed : st.cfg.seeds) {
-    bool connected = false;
-    for (auto& [id, handle] : st.handles)
-      if (auto m = st.table.find(id); m && m->cluster_address == seed) connected = true;
-    if (!connected) return false;
-  }
-  return true;
+  return st.listed && st.dialing.empty();
 }
 
 namespace {
 
-void dial(self_ptr self, const std::string& address);
+void dial(self_ptr self, const member& m);
 
+// A connection to a listed member: its handle serves until the connection
+// drops or the record names another life.
 void add_peer(self_ptr self, const member& m, const caf::actor& handle) {
   auto& st = self->state;
-  if (m.id.empty() || m.id == st.table.self().id || !handle) return;
-  bool changed = st.table.learn(m);
+  auto listed = st.table.find(m.id);
+  if (m.id.empty() || m.id == st.table.self().id || !handle || !listed ||
+      st.table.state(m.id) != member_state::up || listed->incarnation != m.incarnation)
+    return;
   auto it = st.handles.find(m.id);
-  if (it != st.handles.end() && it->second != handle) {
+  if (it != st.handles.end() && it->second == handle) return;
+  if (it != st.handles.end()) {
     st.ids.erase(it->second.address());
     self->demonitor(it->second);
   }
-  if (it == st.handles.end() || it->second != handle) {
-    st.handles[m.id] = handle;
-    st.ids[handle.address()] = m.id;
-    self->monitor(handle);
-  }
-  if (st.table.mark_up(m.id, m.incarnation)) {
-    logging::info("cluster.member_up", {{"node", m.id}, {"address", m.cluster_address}});
-    changed = true;
-  }
-  if (changed) on_change(self);
+  st.handles[m.id] = handle;
+  st.ids[handle.address()] = m.id;
+  self->monitor(handle);
+  logging::info("cluster.member_connected", {{"node", m.id}, {"address", m.cluster_address}});
+  on_change(self);
+  // Relays made while the owner had no connection hold no handle: anew,
+  // now that the view has it (in this order, or one made in between would
+  // hold none either).
+  st.cfg.hubs->renew_relays(m.id);
 }
 
-// Members we had not heard of are dialled now; the others that are not
-// connected wait for the next tick (a dead one would otherwise be dialled
-// on every gossip message).
-void learn_all(self_ptr self, const std::vector<member>& members) {
-  auto& st = self->state;
-  bool changed = false;
-  for (auto& m : members) {
-    if (!st.table.learn(m)) continue;
-    changed = true;
-    if (st.table.state(m.id) == member_state::down) dial(self, m.cluster_address);
-  }
-  if (changed) on_change(self);
-}
-
-void join(self_ptr self, const caf::actor& peer, const std::string& address) {
+void join(self_ptr self, const caf::actor& peer, const member& expected) {
   auto& st = self->state;
   self->request(peer, st.cfg.connect_timeout, join_atom::value, caf::actor_cast<caf::actor>(self),
                 to_proto(st.table.self()).SerializeAsString())
       .then(
-          [self, peer, address](const std::string& bytes) {
-            self->state.dialing.erase(address);
-            answer_if_settled(self);
+          [self, peer, expected](const std::string& bytes) {
+            self->state.dialing.erase(expected.cluster_address);
             std::vector<member> members;
-            if (!decode_members(bytes, &members) || members.empty()) {
-              logging::warn("cluster.bad_join_reply", {{"address", address}});
-              return;
-            }
-            add_peer(self, members.front(), peer);  // the peer lists itself first
-            learn_all(self, members);
+            // The peer lists itself first: the one the record names, or
+            // someone else now on that address.
+            if (decode_members(bytes, &members) && !members.empty() && members.front().id == expected.id)
+              add_peer(self, members.front(), peer);
+            else
+              logging::warn("cluster.unexpected_peer", {{"address", expected.cluster_address}});
+            answer_if_settled(self);
           },
-          [self, address](caf::error& err) {
-            self->state.dialing.erase(address);
+          [self, expected](caf::error& err) {
+            self->state.dialing.erase(expected.cluster_address);
             answer_if_settled(self);
             logging::debug("cluster.join_failed",
-                           {{"address", address}, {"error", self->system().render(err)}});
+                           {{"address", expected.cluster_address}, {"error", self->system().render(err)}});
           });
 }
 
 // Connecting goes through the middleman actor with a timeout: remote_actor()
 // would block forever on a hung peer (STACK.md).
-void dial(self_ptr self, const std::string& address) {
+void dial(self_ptr self, const member& m) {
   auto& st = self->state;
+  const auto& address = m.cluster_address;
   if (address.empty() || address == st.table.self().cluster_address || st.dialing.contains(address)) return;
   auto hp = split_address(address);
   if (!hp) return;
@@ -145,33 +129,83 @@ void dial(self_ptr self, const std::string& address) {
   self->request(self->system().middleman().actor_handle(), st.cfg.connect_timeout, caf::connect_atom::value,
                 hp->first, hp->second)
       .then(
-          [self, address](const caf::node_id&, caf::strong_actor_ptr& ptr, const std::set<std::string>&) {
+          [self, m](const caf::node_id&, caf::strong_actor_ptr& ptr, const std::set<std::string>&) {
             if (!ptr) {
-              self->state.dialing.erase(address);
+              self->state.dialing.erase(m.cluster_address);
               return answer_if_settled(self);
             }
-            join(self, caf::actor_cast<caf::actor>(ptr), address);
+            join(self, caf::actor_cast<caf::actor>(ptr), m);
           },
-          [self, address](caf::error& err) {
-            self->state.dialing.erase(address);
+          [self, m](caf::error& err) {
+            self->state.dialing.erase(m.cluster_address);
             answer_if_settled(self);
             logging::debug("cluster.dial_failed",
-                           {{"address", address}, {"error", self->system().render(err)}});
+                           {{"address", m.cluster_address}, {"error", self->system().render(err)}});
           });
+}
+
+// Listed members without a connection (or with one to an earlier life).
+void dial_unconnected(self_ptr self) {
+  auto& st = self->state;
+  for (const auto& m : st.table.others_up())
+    if (!st.handles.contains(m.id)) dial(self, m);
+}
+
+void drop_handle(self_ptr self, const std::string& id) {
+  auto& st = self->state;
+  auto h = st.handles.find(id);
+  if (h == st.handles.end()) return;
+  st.ids.erase(h->second.address());
+  self->demonitor(h->second);
+  st.handles.erase(h);
+}
+
+// The agreed list: exactly these are members.
+void on_agreed(self_ptr self, const agreed_members& list) {
+  auto& st = self->state;
+  auto before = st.table.live_ids();
+  std::map<std::string, std::int64_t> lives;
+  for (const auto& m : st.table.others_up()) lives[m.id] = m.incarnation;
+  bool changed = st.table.set_agreed(list.members);
+  bool first = !st.listed;
+  st.listed = true;
+  // Members that left the record are gone, whatever their connection says;
+  // a new life of one is dialled afresh.
+  for (const auto& id : before) {
+    if (id == st.table.self().id) continue;
+    auto now = st.table.find(id);
+    bool gone = st.table.state(id) != member_state::up;
+    bool new_life = !gone && now && lives.contains(id) && lives[id] != now->incarnation;
+    if (!gone && !new_life) continue;
+    drop_handle(self, id);
+    if (!gone) continue;
+    logging::warn("cluster.member_down", {{"node", id}});
+    drop_leases_of(self, id);
+    watches_lost_with(self, id);
+    if (st.cfg.view->set_pins(id, {})) st.cfg.hubs->reroute();
+  }
+  dial_unconnected(self);
+  if (changed || first) on_change(self);
+}
+
+// This node's registration lapsed (or may have): until it is listed again
+// it owns nothing, and no copy here counts as in sync.
+void on_lapsed(self_ptr self, std::int64_t incarnation) {
+  auto& st = self->state;
+  auto me = st.table.self();
+  me.incarnation = incarnation;
+  st.table.set_self(me);
+  st.table.lapse();
+  forget_sync(self);
+  on_change(self);
 }
 
 void on_tick(self_ptr self) {
   auto& st = self->state;
-  for (auto& m : st.table.unconnected()) dial(self, m.cluster_address);
-  for (auto& seed : st.cfg.seeds) {
-    bool connected = false;
-    for (auto& [id, handle] : st.handles)
-      if (auto m = st.table.find(id); m && m->cluster_address == seed) connected = true;
-    if (!connected) dial(self, seed);
-  }
+  dial_unconnected(self);
   // Retries what a membership change could not finish at once. A peer
-  // that had us down (a one-sided failure detection) dropped our copies
-  // and pins: they go out again now and then even when unchanged.
+  // that had us down dropped our copies and pins: they go out again now
+  // and then even when unchanged.
   st.cfg.view->follow_sources(false);
   if (++st.ticks % 10 == 0) {
     st.copies_sent.clear();
@@ -181,6 +215,8 @@ void on_tick(self_ptr self) {
   self->delayed_send(self, st.cfg.dial_interval, tick_atom::value);
 }
 
+// A connection dropped: the member stays a member (the record decides),
+// but nothing goes to it until it is dialled again.
 void on_down(self_ptr self, const caf::down_msg& dm) {
   auto& st = self->state;
   if (auto it = st.ids.find(dm.source); it != st.ids.end()) {
@@ -188,13 +224,9 @@ void on_down(self_ptr self, const caf::down_msg& dm) {
     st.ids.erase(it);
     if (auto h = st.handles.find(id); h != st.handles.end() && h->second.address() == dm.source)
       st.handles.erase(h);
-    drop_leases_of(self, id);
-    if (st.table.mark_down(id)) {
-      logging::warn("cluster.member_down", {{"node", id}, {"reason", self->system().render(dm.reason)}});
-      on_change(self);
-      watches_lost_with(self, id);
-      if (st.cfg.view->set_pins(id, {})) st.cfg.hubs->reroute();
-    }
+    logging::warn("cluster.member_disconnected",
+                  {{"node", id}, {"reason", self->system().render(dm.reason)}});
+    on_change(self);
     return;
   }
   if (auto it = st.feeds.find(dm.source); it != st.feeds.end()) {
@@ -353,12 +385,13 @@ caf::result<std::string> on_nodes(self_ptr self) {
   g->rp = rp;
   for (auto& m : st.table.all()) {
     bool is_self = m.id == st.table.self().id;
-    auto state = is_self ? (m.draining ? "draining" : "alive")
-                         : (st.table.state(m.id) == member_state::up ? "alive" : "down");
+    auto up = st.table.state(m.id) == member_state::up;
+    auto state = !up ? (is_self ? "lapsed" : "down") : m.draining ? "draining" : "alive";
     g->rows.push_back({{"id", m.id},
                        {"address", m.http_address},
                        {"cluster_address", m.cluster_address},
                        {"state", state},
+                       {"connected", is_self || st.handles.contains(m.id)},
                        {"self", is_self}});
   }
   g->left = g->rows.size() + 1;  // +1: released below, after every request is out
@@ -367,7 +400,7 @@ caf::result<std::string> on_nodes(self_ptr self) {
     caf::actor target;
     if (id == st.table.self().id) {
       target = caf::actor_cast<caf::actor>(self);
-    } else if (auto h = st.handles.find(id); h != st.handles.end() && g->rows[i]["state"] == "alive") {
+    } else if (auto h = st.handles.find(id); h != st.handles.end() && g->rows[i]["state"] != "down") {
       target = h->second;
     }
     if (!target) {
@@ -396,9 +429,14 @@ void on_start(self_ptr self, std::uint16_t port) {
   if (auto hp = split_address(me.cluster_address); hp && hp->second == 0)
     me.cluster_address = hp->first + ":" + std::to_string(port);
   st.table.set_self(me);
-  logging::info("cluster.listening", {{"address", me.cluster_address},
-                                      {"node", me.id},
-                                      {"seeds", static_cast<std::uint64_t>(st.cfg.seeds.size())}});
+  logging::info("cluster.listening", {{"address", me.cluster_address}, {"node", me.id}});
+  registrar_config mc;
+  mc.self = me;
+  mc.prefix = st.cfg.prefix;
+  mc.lease_seconds = st.cfg.lease_seconds;
+  mc.plane = st.cfg.plane;
+  mc.listener = caf::actor_cast<caf::actor>(self);
+  st.registrar = self->spawn<caf::linked>(registrar, std::move(mc));
   on_change(self);
   on_tick(self);
 }
@@ -427,13 +465,26 @@ caf::behavior node(node_actor* self, node_config cfg) {
       [self](start_atom, std::uint16_t port) { on_start(self, port); },
       [self](tick_atom) { on_tick(self); },
       [self](join_atom, const caf::actor& peer, const std::string& bytes) -> std::string {
+        // The asker dialled us from the record; we take its handle too when
+        // the record lists that life of it.
         proto::Member p;
         if (parse(bytes, &p)) add_peer(self, from_proto(p), peer);
-        return encode_members(self->state.table.all());
+        return encode_members({self->state.table.self()});
       },
-      [self](members_atom, const std::string& bytes) {
-        std::vector<member> members;
-        if (decode_members(bytes, &members)) learn_all(self, members);
+      [self](agreed_atom, const agreed_members_ptr& list) {
+        if (list) on_agreed(self, *list);
+      },
+      [self](lapsed_atom, std::int64_t incarnation) { on_lapsed(self, incarnation); },
+      [self](draining_atom, const std::string& id, std::int64_t incarnation) {
+        if (self->state.table.mark_draining(id, incarnation)) on_change(self);
+      },
+      [self](leave_atom) -> caf::result<bool> {
+        auto& st = self->state;
+        if (!st.registrar) return true;
+        auto rp = self->make_response_promise<bool>();
+        self->request(st.registrar, std::chrono::seconds(2), leave_atom::value)
+            .then([rp](bool) mutable { rp.deliver(true); }, [rp](caf::error&) mutable { rp.deliver(false); });
+        return rp;
       },
       [self](publish_atom, const std::string& bytes) { return on_publish(self, bytes); },
       [self](fetch_atom, const std::string& bytes) { return on_fetch(self, bytes); },

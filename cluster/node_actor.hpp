@@ -1,8 +1,10 @@
 #pragma once
 
-// The one actor a node publishes on its cluster port (ADR 0015). It keeps
-// the membership (seeds dialled with bounded timeouts, gossip, a monitor on
-// every peer's node actor), publishes it to the cluster_view, and serves
+// The one actor a node publishes on its cluster port (ADR 0015). It acts on
+// the membership its registrar reads from etcd (ADR 0022), dials
+// every member listed there (bounded timeouts, a monitor on each peer's
+// node actor, which says only whether a connection is up, never whether a
+// member is), publishes both to the cluster_view, and serves
 // what other nodes ask of the streams this node owns: forwarded publishes,
 // relay feeds and catch-up pages, and its counts for the admin view.
 
@@ -20,6 +22,7 @@
 #include "cluster/cluster_view.hpp"
 #include "cluster/feed_sinks.hpp"
 #include "cluster/member_table.hpp"
+#include "cluster/registrar.hpp"
 #include "cluster/replica_actor.hpp"
 #include "persistence/group_commit.hpp"
 #include "proto/cluster.pb.h"
@@ -28,7 +31,11 @@ namespace tidings::cluster {
 
 struct node_config {
   member self;  // its cluster address's port may be 0 until start_atom
-  std::vector<std::string> seeds;
+  // The agreed record (ADR 0022): where members register, and for how long
+  // a registration holds without renewal.
+  std::shared_ptr<control_plane> plane;
+  std::string prefix = "/tidings/";
+  std::int64_t lease_seconds = 5;
   actors::hub_registry* hubs = nullptr;
   actors::source_registry_actor sources;  // runs the sources other members place here
   actors::watch_manager_actor watches;    // runs the watches placed here
@@ -50,7 +57,9 @@ struct node_state {
 
   node_config cfg;
   member_table table;
-  std::map<std::string, caf::actor> handles;   // up peers' node actors by id
+  registrar_actor registrar;                   // spawned once the cluster port is known
+  bool listed = false;                         // the registrar listed the members once
+  std::map<std::string, caf::actor> handles;   // connected members' node actors by id
   std::map<caf::actor_addr, std::string> ids;  // and back
   std::set<std::string> dialing;               // addresses with a dial in flight
   struct feed {
@@ -81,8 +90,8 @@ struct node_state {
     actors::source_lease_ptr lease;
   };
   std::map<std::uint64_t, held_lease> leases;
-  // Asked to wait until the seeds are connected (the node starts its
-  // watches after that, so their sources are placed by a real view).
+  // Asked to wait until the members are listed and dialled (the node starts
+  // its watches after that, so their sources are placed by a real view).
   std::vector<caf::response_promise> settle_waiters;
   bool draining = false;
   std::set<actors::stream_key> handing;
@@ -109,6 +118,8 @@ struct node_state {
   // follower, and copies being dropped (appends wait until they are gone).
   std::map<actors::stream_key, replica_actor> replicas;
   std::set<actors::stream_key> deleting;
+  // Copies stopped because this node's membership lapsed (appends wait).
+  std::set<actors::stream_key> forgetting;
 };
 
 // This node's copy of a stream's log, as its follower left it.
@@ -167,6 +178,9 @@ void adopt_orphans(node_actor* self);
 void move_out(node_actor* self, std::function<void()> then);
 
 // node_replicas.cpp: followers' copies (ADR 0017).
+// This node's membership lapsed: no copy here may still count as in sync
+// (writes may be acknowledged without it now); each follower stops.
+void forget_sync(node_actor* self);
 caf::result<std::string> on_replicate(node_actor* self, const std::string& bytes);
 caf::result<std::string> on_release(node_actor* self, const std::string& bytes);
 // Stops following `key` here (waiting for the copy's writes) and hands on

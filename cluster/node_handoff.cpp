@@ -48,8 +48,31 @@ void finish_pull(self_ptr self, std::uint64_t token, std::shared_ptr<actors::str
   caf::anon_send(job->hub, actors::adopt_atom::value, actors::stream_handoff_ptr(std::move(log)));
 }
 
+// A holder the record lists but this node has no connection to (yet: a
+// node that just registered again is still dialling) is waited for, within
+// the job's time: going on without its log would serve a stale one.
+bool await_holder(self_ptr self, std::uint64_t token) {
+  auto& st = self->state;
+  auto job = st.pulls.at(token);
+  if (auto h = st.handles.find(job->holder_id); h != st.handles.end()) {
+    job->holder = h->second;
+    return false;
+  }
+  if (st.table.state(job->holder_id) == member_state::up &&
+      std::chrono::steady_clock::now() < job->give_up_at) {
+    self->delayed_send(self, retry_every, retry_atom::value, token);
+    return true;
+  }
+  logging::warn(
+      "cluster.take_failed",
+      {{"stream", job->stream.name}, {"holder", job->holder_id}, {"error", "no connection to the holder"}});
+  finish_pull(self, token, nullptr);
+  return true;
+}
+
 void ask_holder(self_ptr self, std::uint64_t token, std::uint64_t after_seq) {
   auto& st = self->state;
+  if (await_holder(self, token)) return;
   auto job = st.pulls.at(token);
   proto::TakeRequest req;
   req.set_tenant(job->stream.tenant);
@@ -95,10 +118,18 @@ void ask_holder(self_ptr self, std::uint64_t token, std::uint64_t after_seq) {
             auto& st = self->state;
             auto it = st.pulls.find(token);
             if (it == st.pulls.end()) return;
-            // The holder is gone or hung: go on with what this node has (the
-            // stream starts a new epoch if nothing; subscribers resync).
-            logging::warn("cluster.take_failed", {{"stream", it->second->stream.name},
-                                                  {"holder", it->second->holder_id},
+            auto job = it->second;
+            // A holder still listed is asked again (from the start) within
+            // the job's time; one that is gone or past it: go on with what
+            // this node has (the stream starts a new epoch if nothing;
+            // subscribers resync).
+            if (st.table.state(job->holder_id) == member_state::up &&
+                std::chrono::steady_clock::now() < job->give_up_at) {
+              job->log.reset();
+              return void(self->delayed_send(self, retry_every, retry_atom::value, token));
+            }
+            logging::warn("cluster.take_failed", {{"stream", job->stream.name},
+                                                  {"holder", job->holder_id},
                                                   {"error", self->system().render(err)}});
             finish_pull(self, token, nullptr);
           });
@@ -191,15 +222,13 @@ void pull_with(self_ptr self, const actors::stream_key& key, const actors::hub_a
     fallback = std::move(fresh);
   }
   auto holder_id = st.cfg.view->take_fence_hint(key);
-  if (holder_id.empty() || !st.handles.contains(holder_id))
+  if (holder_id.empty() || st.table.state(holder_id) != member_state::up)
     holder_id = st.cfg.view->previous_holder(key.tenant, key.name);
-  auto handle = st.handles.find(holder_id);
-  if (holder_id.empty() || handle == st.handles.end())
+  if (holder_id.empty() || st.table.state(holder_id) != member_state::up)
     return caf::anon_send(hub, actors::adopt_atom::value, fallback);
   auto job = std::make_shared<node_state::pull_job>();
   job->stream = key;
   job->hub = hub;
-  job->holder = handle->second;
   job->holder_id = holder_id;
   job->give_up_at = std::chrono::steady_clock::now() + retry_for;
   job->fallback = std::move(fallback);
@@ -362,8 +391,12 @@ caf::result<std::string> on_drain(self_ptr self) {
   me.draining = true;
   st.table.set_self(me);
   logging::info("cluster.draining", {{"node", me.id}});
-  // Everyone stops placing keys here (gossip). Watches and sources go
-  // first: their streams stay pinned here while they run.
+  if (st.registrar) self->send(st.registrar, drain_atom::value);
+  // Everyone stops placing keys here: the record says so, and each peer
+  // hears it directly first, ahead of the watches this node hands over.
+  for (auto& [id, handle] : st.handles) self->send(handle, draining_atom::value, me.id, me.incarnation);
+  // Watches and sources go first: their streams stay pinned here while
+  // they run.
   on_change(self);
   auto rp = self->make_response_promise();
   st.drain_reply = rp;

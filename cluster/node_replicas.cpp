@@ -63,7 +63,28 @@ caf::result<std::string> on_replicate(self_ptr self, const std::string& bytes) {
     return reply_of(proto::ReplicaReply::REFUSED, "this node sees itself as the stream's owner");
   if (st.deleting.contains(key))
     return reply_of(proto::ReplicaReply::REFUSED, "the old copy is being dropped");
+  // Meant for an earlier life of this member (before its registration
+  // lapsed): writes may have been acknowledged without it since, so
+  // nothing from then may make this copy in sync (ADR 0022).
+  if (a.follower_incarnation() != st.table.self().incarnation || !st.table.is_member())
+    return reply_of(proto::ReplicaReply::REFUSED, "the append is for another life of this member");
+  if (st.forgetting.contains(key)) return reply_of(proto::ReplicaReply::REFUSED, "the copy is being stopped");
   return self->delegate(replica_of(self, key), replicate_atom::value, bytes);
+}
+
+void forget_sync(self_ptr self) {
+  auto& st = self->state;
+  auto replicas = std::move(st.replicas);
+  st.replicas.clear();
+  for (auto& [key, replica] : replicas) {
+    st.forgetting.insert(key);
+    self->request(replica, st.cfg.request_timeout, stop_atom::value)
+        .then([self, key](bool, const std::string&, std::uint64_t,
+                          std::uint64_t) { self->state.forgetting.erase(key); },
+              [self, key](caf::error&) { self->state.forgetting.erase(key); });
+  }
+  if (!replicas.empty())
+    logging::warn("cluster.copies_unsynced", {{"copies", static_cast<std::uint64_t>(replicas.size())}});
 }
 
 caf::result<std::string> on_release(self_ptr self, const std::string& bytes) {

@@ -224,7 +224,10 @@ void on_publish(self_ptr self, const actors::publish_request_ptr& req) {
     return req->reply({actors::publish_outcome::unavailable, {}, "not the stream's owner"});
   }
   if (st.owner_lost)
-    return req->reply({actors::publish_outcome::unavailable, {}, "the stream's owner was lost; retry"});
+    return req->reply({actors::publish_outcome::unavailable,
+                       {},
+                       "no connection to the stream's owner (node " + st.cfg.owner_id +
+                           "); retry (with the same Idempotency-Key)"});
   auto token = st.next_request++;
   st.publishing.emplace(token, req);
   proto::PublishRequest p;
@@ -254,7 +257,8 @@ void on_publish(self_ptr self, const actors::publish_request_ptr& req) {
             req->reply({actors::publish_outcome::unavailable,
                         {},
                         "the stream's owner (node " + self->state.cfg.owner_id +
-                            ") did not answer: " + self->system().render(err)});
+                            ") did not answer: " + self->system().render(err) +
+                            "; it may have been stored: retry with the same Idempotency-Key"});
           });
 }
 
@@ -323,8 +327,13 @@ relay_actor::behavior_type relay(relay_actor::stateful_pointer<relay_state> self
   if (self->state.cfg.owner) {
     self->monitor(self->state.cfg.owner);
     self->set_down_handler([self](caf::down_msg&) { on_owner_down(self); });
+    open_feed(self);
+  } else {
+    // The owner is a member this node has no connection to (yet): nothing
+    // can go to it; fetches wait for the relay that replaces this one once
+    // the connection is up (hub_registry::renew_relays).
+    self->state.owner_lost = true;
   }
-  open_feed(self);
   return {
       [self](actors::publish_atom, const actors::publish_request_ptr& req) { on_publish(self, req); },
       [self](actors::fetch_atom, const actors::fetch_request_ptr& req) { on_fetch(self, req); },

@@ -15,9 +15,10 @@ cluster_nodes::cluster_nodes(const std::string& binary, std::size_t count,
                              std::chrono::milliseconds start_timeout,
                              std::chrono::milliseconds converge_timeout) {
   try {
+    etcd_ = std::make_unique<etcd_process>(start_timeout);
     for (std::size_t i = 0; i < count; ++i) {
-      std::vector<std::string> args{"--cluster-listen", "127.0.0.1:0"};
-      if (i > 0) args.insert(args.end(), {"--seeds", nodes_.front()->cluster_address()});
+      std::vector<std::string> args{
+          "--cluster-listen", "127.0.0.1:0", "--etcd", etcd_->endpoint(), "--member-lease-seconds", "2"};
       args.insert(args.end(), extra_args.begin(), extra_args.end());
       nodes_.push_back(std::make_unique<node_process>(binary, args, start_timeout));
     }

@@ -1,10 +1,10 @@
 #pragma once
 
 // The cluster tidings-load starts for itself (--scenario cluster
-// --tidingsd): M node_processes on loopback, each with a fresh data
-// directory and --cluster-listen 127.0.0.1:0; node 1 starts without seeds
-// and the others are seeded with its cluster address, as an operator would
-// bring a cluster up. It is ready once node 1's admin view lists all M alive.
+// --tidingsd): an etcd of its own (etcd_process) and M node_processes on
+// loopback, each with a fresh data directory, --cluster-listen 127.0.0.1:0
+// and --etcd naming that etcd, as an operator would bring a cluster up. It
+// is ready once node 1's admin view lists all M alive.
 
 #include <chrono>
 #include <cstddef>
@@ -14,6 +14,7 @@
 
 #include <sys/types.h>
 
+#include "apps/tidings_load/etcd_process.hpp"
 #include "apps/tidings_load/node_process.hpp"
 #include "client/http_client.hpp"
 
@@ -46,6 +47,7 @@ class cluster_nodes {
   std::size_t stop(std::chrono::milliseconds timeout);
 
  private:
+  std::unique_ptr<etcd_process> etcd_;  // outlives the nodes (declared first)
   std::vector<std::unique_ptr<node_process>> nodes_;
 };
 

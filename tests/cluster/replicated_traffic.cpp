@@ -207,6 +207,10 @@ std::vector<std::string> stream_reader::controls() const {
   return controls_;
 }
 
+void merge_acknowledged(std::map<int, std::string>& into, const std::map<int, std::string>& from) {
+  for (const auto& [i, c] : from) into[i] = c;
+}
+
 std::string compare_with_acknowledged(const std::vector<data_event>& got,
                                       const std::map<int, std::string>& acked) {
   std::map<std::string, int> by_cursor;

@@ -104,6 +104,9 @@ class stream_reader {
   std::thread thread_;
 };
 
+// Adds what `from` acknowledged (event index -> cursor) to `into`.
+void merge_acknowledged(std::map<int, std::string>& into, const std::map<int, std::string>& from);
+
 // Empty when `got` is exactly the acknowledged events in cursor order, each
 // once, with the payload acknowledged under its cursor, and nothing else
 // (no event that was never acknowledged); else what differs, for the report.

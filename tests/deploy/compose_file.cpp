@@ -148,6 +148,8 @@ bool built_from_repo_dockerfile(const YAML::Node& service) {
   if (!build) return false;
   std::string context = build.IsMap() ? build["context"].as<std::string>(".") : build.as<std::string>();
   std::string file = build.IsMap() ? build["dockerfile"].as<std::string>("Dockerfile") : "Dockerfile";
+  // Another stage of it (the etcd members) is not a tidingsd node.
+  if (build.IsMap() && build["target"]) return false;
   return std::filesystem::weakly_canonical(resolve(context) / file) ==
          std::filesystem::weakly_canonical(source_dir() / "Dockerfile");
 }

@@ -1,6 +1,6 @@
 // compose.yaml at the repository root, checked at the schema level because no
 // Docker engine runs where the tests do: three tidingsd nodes from the
-// repository's Dockerfile that name each other as seeds by service name,
+// repository's Dockerfile that register in the three-member etcd beside them,
 // publish HTTP on the host's loopback only, keep data in volumes of their own
 // and have healthchecks; and the PostgreSQL the examples use. Each node's
 // settings are read as tidingsd would: its mounted --config file, flags
@@ -34,9 +34,9 @@ std::string port_of(const std::string& address) {
   return split_host_port(address).port;
 }
 
-std::set<std::string> split_seeds(const std::string& seeds) {
+std::set<std::string> split_list(const std::string& list) {
   std::set<std::string> out;
-  std::istringstream in(seeds);
+  std::istringstream in(list);
   for (std::string s; std::getline(in, s, ',');) out.insert(s);
   return out;
 }
@@ -67,19 +67,40 @@ TEST_CASE("compose.yaml runs three tidingsd nodes from the repository's Dockerfi
   CHECK(images.size() == 1);
 }
 
-TEST_CASE("every node's seeds are the other nodes' cluster addresses, by service name", "[deploy][compose]") {
+TEST_CASE("every node registers in the three etcd members compose runs and is dialled by service name",
+          "[deploy][compose]") {
+  auto compose = load_compose();
   auto nodes = three_nodes();
+  std::set<std::string> members;
+  for (const auto& kv : compose["services"]) {
+    auto name = kv.first.as<std::string>();
+    if (name.rfind("etcd", 0) != 0) continue;
+    INFO("service " << name);
+    members.insert("http://" + name + ":2379");
+    // One etcd cluster: each member lists all three peers.
+    bool peers = false;
+    for (const auto& w : kv.second["command"])
+      if (w.as<std::string>().rfind("--initial-cluster=", 0) == 0)
+        peers = w.as<std::string>() ==
+                "--initial-cluster=etcd1=http://etcd1:2380,etcd2=http://etcd2:2380,etcd3=http://etcd3:2380";
+    CHECK(peers);
+    CHECK(kv.second["build"]["target"].as<std::string>("") == "etcd");
+    auto words = healthcheck_words(kv.second);
+    CHECK(std::find(words.begin(), words.end(), "etcdctl") != words.end());
+  }
+  CHECK(members.size() == 3);
   for (const auto& n : nodes) {
     INFO("service " << n.name);
     REQUIRE_FALSE(n.setting("cluster-listen").empty());
-    // Dialled by the others, so it must be this service's name on the compose
-    // network and the port the node listens on (the default, cluster-listen,
-    // would be 0.0.0.0 here).
+    // Dialled by the others from the record, so it must be this service's
+    // name on the compose network and the port the node listens on (the
+    // default, cluster-listen, would be 0.0.0.0 here).
     CHECK(n.setting("cluster-advertise") == n.name + ":" + port_of(n.setting("cluster-listen")));
-    std::set<std::string> others;
-    for (const auto& o : nodes)
-      if (o.name != n.name) others.insert(o.name + ":" + port_of(o.setting("cluster-listen")));
-    CHECK(split_seeds(n.setting("seeds")) == others);
+    CHECK(split_list(n.setting("etcd")) == members);
+    for (const auto& m : members) {
+      auto service = m.substr(7, m.rfind(':') - 7);
+      CHECK(n.service["depends_on"][service]["condition"].as<std::string>("") == "service_healthy");
+    }
   }
 }
 

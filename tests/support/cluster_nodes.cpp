@@ -10,6 +10,8 @@
 #include <stdexcept>
 #include <thread>
 
+#include <unistd.h>
+
 #include "core/placement.hpp"
 #include "tests/support/publishing.hpp"
 
@@ -25,6 +27,18 @@ constexpr const char* default_tenant = "default";
 // How long a node may take to open its cluster port once it serves HTTP
 // (it logs cluster.listening before node.listening, so this is slack).
 constexpr auto cluster_listening_timeout = 10s;
+
+// The etcd shared by every cluster of this process: started once, stopped
+// at exit (and with the process, if it dies: PR_SET_PDEATHSIG).
+etcd_cluster& shared_etcd() {
+  static etcd_cluster etcd(1);
+  return etcd;
+}
+
+std::string fresh_prefix() {
+  static int next = 0;
+  return "/tidings-test-" + std::to_string(::getpid()) + "-" + std::to_string(next++) + "/";
+}
 
 std::string join(const std::vector<std::string>& parts, char sep) {
   std::string out;
@@ -48,13 +62,15 @@ struct cluster_nodes::node {
 };
 
 cluster_nodes::cluster_nodes(std::size_t count, std::vector<std::string> extra_args,
-                             std::chrono::milliseconds converge_timeout)
-    : extra_args_(std::move(extra_args)), exceptions_at_start_(std::uncaught_exceptions()) {
+                             std::chrono::milliseconds converge_timeout, etcd_cluster* etcd)
+    : etcd_(etcd ? etcd : &shared_etcd()),
+      prefix_(fresh_prefix()),
+      extra_args_(std::move(extra_args)),
+      exceptions_at_start_(std::uncaught_exceptions()) {
   if (count == 0) throw std::invalid_argument("a cluster needs at least one node");
   for (std::size_t i = 0; i < count; ++i) nodes_.push_back(std::make_unique<node>());
   try {
-    start(0, {});
-    for (std::size_t i = 1; i < count; ++i) start(i, {at(0).cluster_address});
+    for (std::size_t i = 0; i < count; ++i) start(i);
     await_converged(converge_timeout);
   } catch (const std::exception& e) {
     // The destructor does not run for a constructor that throws: stop what
@@ -83,17 +99,22 @@ const cluster_nodes::node& cluster_nodes::at(std::size_t i) const {
   return *nodes_[i];
 }
 
-void cluster_nodes::start(std::size_t i, const std::vector<std::string>& seeds) {
+void cluster_nodes::start(std::size_t i) {
   auto& n = at(i);
   if (n.process) {
     n.earlier_logs += "---- run " + std::to_string(n.runs) + " ----\n" + n.process->log();
     n.process.reset();
   }
-  std::vector<std::string> args{"--cluster-listen", "127.0.0.1:0"};
-  if (!seeds.empty()) {
-    args.emplace_back("--seeds");
-    args.push_back(join(seeds, ','));
-  }
+  std::vector<std::string> args{"--cluster-listen",
+                                "127.0.0.1:0",
+                                "--etcd",
+                                etcd_->endpoints(),
+                                "--etcd-prefix",
+                                prefix_,
+                                "--member-lease-seconds",
+                                "2"};
+  // TIDINGS_CLUSTER_DEBUG=1: every node logs at debug (with TIDINGS_CLUSTER_LOGS to see it).
+  if (std::getenv("TIDINGS_CLUSTER_DEBUG") != nullptr) args.emplace_back("--verbose");
   args.insert(args.end(), extra_args_.begin(), extra_args_.end());
   n.process = std::make_unique<tidingsd_process>(n.dir.path(), std::move(args));
   ++n.runs;
@@ -168,11 +189,8 @@ int cluster_nodes::await_exit(std::size_t i, std::chrono::milliseconds timeout) 
 
 void cluster_nodes::restart(std::size_t i) {
   if (running(i)) throw std::logic_error("restart of node " + std::to_string(i) + ", which still runs");
-  std::vector<std::string> seeds;
-  for (std::size_t j = 0; j < nodes_.size(); ++j)
-    if (j != i && running(j)) seeds.push_back(at(j).cluster_address);
   const auto old_id = at(i).id;
-  start(i, seeds);
+  start(i);
   if (at(i).id != old_id)
     throw std::runtime_error("node " + std::to_string(i) + " came back as " + at(i).id + ", not " + old_id);
 }
@@ -192,8 +210,8 @@ void cluster_nodes::await_converged(std::chrono::milliseconds timeout) {
     if (running(i)) expected.insert(at(i).id);
 
   std::string last;
-  // Membership spreads by gossip rounds of about a second: polling an admin
-  // view is the bounded way to see it settle.
+  // Each node learns the members from its etcd watch and dials them:
+  // polling an admin view is the bounded way to see that settle.
   auto converged = poll_until(timeout, [&] {
     bool all = true;
     last.clear();
@@ -201,10 +219,16 @@ void cluster_nodes::await_converged(std::chrono::milliseconds timeout) {
       if (!running(i)) continue;
       try {
         auto view = nodes_view(i);
+        // Alive means listed in etcd: a killed node stays listed until its
+        // lease expires, so exactly the running ones, each connected.
         std::set<std::string> alive;
+        bool connected = true;
         for (const auto& row : view.value("nodes", nlohmann::json::array()))
-          if (row.value("state", "") == "alive") alive.insert(row.value("id", ""));
-        all = alive == expected;
+          if (row.value("state", "") == "alive") {
+            alive.insert(row.value("id", ""));
+            connected = connected && row.value("connected", false);
+          }
+        all = alive == expected && connected;
         last = "node " + std::to_string(i) + ": " + view.dump();
       } catch (const std::exception& e) {
         // A node that is still starting or stopping may not answer yet.

@@ -2,10 +2,12 @@
 
 // A cluster of real tidingsd processes on loopback for the cluster tests:
 // every node gets a temporary data directory, an ephemeral HTTP port and an
-// ephemeral cluster port; the first starts without seeds and the others are
-// seeded with its cluster address. Each node's cluster address and id are
-// read from its `cluster.listening` log line. Nodes are numbered from 0 in
-// start order.
+// ephemeral cluster port, and registers in a real etcd (ADR 0022) under a
+// key prefix of this cluster's own, with a 2 s member lease. The etcd is
+// one member shared by every cluster of the test process (started with the
+// first), unless a test brings its own (to kill or pause etcd itself).
+// Each node's cluster address and id are read from its `cluster.listening`
+// log line. Nodes are numbered from 0 in start order.
 //
 // The destructor SIGKILLs whatever still runs (a graceful stop would hand
 // streams around between nodes that are all going away, which only slows
@@ -25,6 +27,7 @@
 #include <nlohmann/json.hpp>
 
 #include "client/http_client.hpp"
+#include "tests/support/etcd_cluster.hpp"
 #include "tests/support/tidingsd_process.hpp"
 
 namespace tidings::testing {
@@ -34,8 +37,11 @@ class cluster_nodes {
   // Starts `count` nodes with `extra_args` each (after the harness's own
   // flags) and waits, bounded by `converge_timeout`, until every node lists
   // all of them alive. Throws with the nodes' logs on failure.
+  // `etcd`: the test's own etcd (it must outlive the nodes); nullptr: the
+  // process's shared one.
   explicit cluster_nodes(std::size_t count, std::vector<std::string> extra_args = {},
-                         std::chrono::milliseconds converge_timeout = std::chrono::seconds(20));
+                         std::chrono::milliseconds converge_timeout = std::chrono::seconds(20),
+                         etcd_cluster* etcd = nullptr);
   ~cluster_nodes();
   cluster_nodes(const cluster_nodes&) = delete;
   cluster_nodes& operator=(const cluster_nodes&) = delete;
@@ -62,15 +68,20 @@ class cluster_nodes {
   // `node.stopped` line, then reaps it. Its exit status; -1 when it did not
   // stop within `timeout`.
   int await_exit(std::size_t i, std::chrono::milliseconds timeout = std::chrono::seconds(15));
-  // Starts a stopped node again on its data directory, seeded with every
-  // running node's cluster address (its ports are new). Throws when it comes
-  // back with another id: the id is kept in the data directory.
+  // Starts a stopped node again on its data directory (its ports are new).
+  // Throws when it comes back with another id: the id is kept in the data
+  // directory.
   void restart(std::size_t i);
 
+  // The etcd the nodes register in, and this cluster's key prefix there.
+  etcd_cluster& etcd() const { return *etcd_; }
+  const std::string& etcd_prefix() const { return prefix_; }
+
   // Polls every running node's GET /admin/v1/nodes (short, growing pauses)
-  // until each lists exactly the running nodes as alive; members that are
-  // gone may still be listed, in any other state. Throws with the last views
-  // on timeout.
+  // until each lists exactly the running nodes as alive (listed in etcd: a
+  // killed node is until its 2 s lease expires) and connected; members
+  // that are gone may still be listed, in any other state. Throws with the
+  // last views on timeout.
   void await_converged(std::chrono::milliseconds timeout = std::chrono::seconds(20));
   // Node i's GET /admin/v1/nodes body; throws unless 200 with JSON.
   nlohmann::json nodes_view(std::size_t i) const;
@@ -89,8 +100,10 @@ class cluster_nodes {
   struct node;
   node& at(std::size_t i);
   const node& at(std::size_t i) const;
-  void start(std::size_t i, const std::vector<std::string>& seeds);
+  void start(std::size_t i);
 
+  etcd_cluster* etcd_;
+  std::string prefix_;  // this cluster's keys in etcd
   std::vector<std::string> extra_args_;
   std::vector<std::unique_ptr<node>> nodes_;
   // To tell, in the destructor, an unwinding test from a passing one.

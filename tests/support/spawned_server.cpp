@@ -13,6 +13,7 @@
 #include <grp.h>
 #include <netinet/in.h>
 #include <poll.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -82,6 +83,8 @@ pid_t spawn_logged(const std::vector<std::string>& argv, const std::string& log_
     ::setpgid(0, 0);
     if (user && (::setgroups(0, nullptr) != 0 || ::setgid(user->gid) != 0 || ::setuid(user->uid) != 0))
       ::_exit(126);
+    // Gone with the test, even a test killed outright (after setuid, which clears it).
+    ::prctl(PR_SET_PDEATHSIG, SIGKILL);
     if (::chdir(workdir.c_str()) != 0) ::_exit(126);
     ::execv(args[0], args.data());
     ::_exit(127);
