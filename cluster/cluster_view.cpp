@@ -15,10 +15,10 @@ namespace tidings::cluster {
 cluster_view::cluster_view(caf::actor_system& system, std::string self_id, actors::hub_registry& hubs,
                            std::size_t ring_events)
     : system_(system), hubs_(hubs), ring_events_(ring_events) {
+  // Not a member until the record lists this node (ADR 0022): nothing is
+  // placed here before that.
   auto m = std::make_shared<membership>();
   m->self_id = std::move(self_id);
-  m->live = {m->self_id};
-  m->holders = m->live;
   current_ = std::move(m);
 }
 
@@ -244,6 +244,9 @@ std::string cluster_view::owner_of(const std::string& tenant, const std::string&
       return it->second == m->self_id ? std::string{} : it->second;
   }
   auto id = core::owner_of(m->live, tenant, key);
+  // No member known (this node not listed yet, or lapsed alone): nobody
+  // this node could serve it from, least of all itself.
+  if (id.empty()) return std::string(no_member);
   return id == m->self_id ? std::string{} : id;
 }
 

@@ -94,6 +94,10 @@ struct source_hold_list {
   std::vector<std::shared_ptr<source_hold>> live();
 };
 
+// The owner owner_of() names when no member is known: no node has that id,
+// so a relay to it has no connection and waits, and a publish gets 503.
+inline constexpr const char* no_member = "(no member)";
+
 class cluster_view final : public actors::hub_router {
  public:
   cluster_view(caf::actor_system& system, std::string self_id, actors::hub_registry& hubs,
@@ -103,7 +107,8 @@ class cluster_view final : public actors::hub_router {
   void update(membership_ptr m);
 
   // The member that owns (tenant, key), "" for this node: the live member
-  // that pins it (a source or watch there writes it), else placement's.
+  // that pins it (a source or watch there writes it), else placement's;
+  // no_member while no member is known.
   std::string owner_of(const std::string& tenant, const std::string& key) const;
   // What `holder` pins now (its Pins message); true when that changed.
   bool set_pins(const std::string& holder, std::set<actors::stream_key> keys);

@@ -75,6 +75,7 @@ void etcd_control_plane::watch(std::string prefix, std::int64_t after_revision,
     net::etcd_watch_handlers h;
     h.events = [changed](const std::vector<net::etcd_event>& events, std::int64_t revision) {
       std::vector<plane_change> out;
+      out.reserve(events.size());
       for (const auto& e : events)
         out.push_back({e.deleted, e.kv.key, e.deleted ? std::string{} : e.kv.value});
       changed(std::move(out), revision);

@@ -76,7 +76,8 @@ void forget_sync(self_ptr self) {
   auto& st = self->state;
   auto replicas = std::move(st.replicas);
   st.replicas.clear();
-  for (auto& [key, replica] : replicas) {
+  for (auto& [stream, replica] : replicas) {
+    const actors::stream_key key = stream;  // a lambda cannot capture a structured binding (C++17)
     st.forgetting.insert(key);
     self->request(replica, st.cfg.request_timeout, stop_atom::value)
         .then([self, key](bool, const std::string&, std::uint64_t,

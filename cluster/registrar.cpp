@@ -265,7 +265,7 @@ registrar_actor::behavior_type registrar(registrar_actor::stateful_pointer<regis
         ++st.watch;
         if (st.lease == 0) return true;
         auto rp = self->make_response_promise<bool>();
-        st.cfg.plane->revoke(st.lease, [rp](std::string) mutable { rp.deliver(true); });
+        st.cfg.plane->revoke(st.lease, [rp](const std::string&) mutable { rp.deliver(true); });
         return rp;
       },
       [self](tick_atom) { on_tick(self); },

@@ -1,4 +1,4 @@
-#include "tests/cluster/replicated_traffic.hpp"
+#include "tests/support/replicated_traffic.hpp"
 
 #include <algorithm>
 #include <sstream>
@@ -116,12 +116,13 @@ std::string steady_publisher::failure() const {
 }
 
 stream_reader::stream_reader(std::vector<client::endpoint> targets, std::string stream, std::string since,
-                             std::size_t expected, std::chrono::milliseconds deadline)
+                             std::size_t expected, std::chrono::milliseconds deadline, bool follow_closing)
     : targets_(std::move(targets)),
       stream_(std::move(stream)),
       since_(std::move(since)),
       expected_(expected),
       deadline_(std::chrono::steady_clock::now() + deadline),
+      follow_closing_(follow_closing),
       thread_([this] { run(); }) {}
 
 stream_reader::~stream_reader() {
@@ -169,12 +170,18 @@ void stream_reader::run() {
       auto left = detail::left_until(deadline_);
       if (left.count() <= 0) return;
       auto got = collect_data_events(*s, expected_ - have, left);
+      const bool closing = got.control && got.control->event == "closing" && follow_closing_;
       {
         std::lock_guard lock(mutex_);
         for (auto& e : got.events) events_.push_back(std::move(e));
-        if (got.control) controls_.push_back(got.control->event + " " + got.control->data);
+        if (got.control && !closing) controls_.push_back(got.control->event + " " + got.control->data);
       }
       if (!s->last_event_id().empty()) last_id = s->last_event_id();
+      if (closing) {
+        target = (target + 1) % targets_.size();
+        ++reconnects_;
+        break;
+      }
       if (got.ended == collected::end::control) return;
       if (got.ended == collected::end::closed) {
         // The node went away under the session: resume elsewhere.

@@ -72,11 +72,13 @@ class steady_publisher {
 // the stream had before the readers opened) until `expected` data events
 // arrived or the deadline; when its connection closes it reconnects to the
 // next target with Last-Event-ID. Control events (resync, closing, ...) are
-// recorded and end the reading.
+// recorded and end the reading, except `closing` with `follow_closing`,
+// which reconnects to the next target as a client following its
+// reconnect_url would (a drained node's sessions).
 class stream_reader {
  public:
   stream_reader(std::vector<client::endpoint> targets, std::string stream, std::string since,
-                std::size_t expected, std::chrono::milliseconds deadline);
+                std::size_t expected, std::chrono::milliseconds deadline, bool follow_closing = false);
   ~stream_reader();  // joins
 
   // Blocks until the hello came (or throws with what came instead).
@@ -94,6 +96,7 @@ class stream_reader {
   std::string stream_, since_;
   std::size_t expected_;
   std::chrono::steady_clock::time_point deadline_;
+  bool follow_closing_;
   mutable std::mutex mutex_;
   std::condition_variable started_cv_;
   bool started_ = false;
