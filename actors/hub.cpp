@@ -285,7 +285,7 @@ void on_committed(self_ptr self, std::uint64_t token, const std::string& error) 
 // retry with the same Idempotency-Key is answered from.
 void abandon_unacknowledged(hub_state& st, const std::string& why) {
   if (!replicating(st)) return;
-  publish_result r{publish_outcome::unavailable, {}, why};
+  publish_result r{publish_outcome::uncertain, {}, why};
   for (auto& entry : st.pending) {
     if (entry.frames.empty() || !entry.error.empty()) continue;
     if (entry.reply) entry.reply(r);
@@ -570,7 +570,7 @@ void on_moved(self_ptr self) {
   }
   st.moved = true;
   logging::debug("stream.moved", {{"stream", st.cfg.stream.name}});
-  abandon_unacknowledged(st, "the stream is moving between nodes; retry (with the same Idempotency-Key)");
+  abandon_unacknowledged(st, "the stream is moving between nodes");
   if (st.replicator) caf::anon_send_exit(*st.replicator, caf::exit_reason::user_shutdown);
   settle(self);  // abandoned writes that are durable leave now, so a quiesce can answer
   for (auto& [raw, sink] : st.sinks) sink.first->moved(st.cfg.stream, self->address());
@@ -646,11 +646,8 @@ void on_stall(self_ptr self) {
     logging::warn(
         "stream.replication_stalled",
         {{"stream", st.cfg.stream.name}, {"acknowledged", st.replicated}, {"seq", entry.cursors.back().seq}});
-    entry.reply(
-        publish_result{publish_outcome::unavailable,
-                       {},
-                       "the stream's followers did not confirm the write in time; it may still appear in "
-                       "the stream: retry with the same Idempotency-Key"});
+    entry.reply(publish_result{
+        publish_outcome::uncertain, {}, "the stream's followers did not confirm the write in time"});
     entry.reply = nullptr;
   }
   if (next) {
@@ -671,7 +668,7 @@ void on_fenced(self_ptr self, const std::string& member) {
   st.fenced = true;
   if (st.cfg.metrics) st.cfg.metrics->replication_fenced();
   logging::warn("stream.fenced", {{"stream", st.cfg.stream.name}, {"term", st.term}, {"by", member}});
-  abandon_unacknowledged(st, "this node no longer owns the stream; retry (with the same Idempotency-Key)");
+  abandon_unacknowledged(st, "this node no longer owns the stream");
   settle(self);
   if (st.cfg.registry) st.cfg.registry->replace(st.cfg.stream, self, member);
 }

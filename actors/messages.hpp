@@ -39,8 +39,16 @@ using frame_batch_ptr = std::shared_ptr<const frame_batch>;
 enum class publish_outcome {
   appended,     // new events, durable
   replayed,     // Idempotency-Key seen before: the original cursors
-  unavailable,  // the store failed; nothing was acknowledged
+  unavailable,  // refused or failed before it was written: not stored
+  uncertain,    // not acknowledged, but it may have been stored (a write
+                // its followers did not confirm in time, an owner that did
+                // not answer): a retry with the same Idempotency-Key tells
 };
+
+// Anything but appended or replayed: nothing was acknowledged.
+inline bool failed(publish_outcome o) {
+  return o == publish_outcome::unavailable || o == publish_outcome::uncertain;
+}
 
 struct publish_result {
   publish_outcome outcome = publish_outcome::appended;

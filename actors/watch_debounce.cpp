@@ -89,7 +89,7 @@ void publish(self_ptr self, std::vector<std::string> lines, bool with_progress) 
   req->reply = [handle, id, name = st.cfg.id.name, count = lines.size(), covers,
                 stats = st.cfg.stats](const publish_result& r) {
     std::string error;
-    if (r.outcome == publish_outcome::unavailable) {
+    if (actors::failed(r.outcome)) {
       error = r.error.empty() ? "unavailable" : r.error;
     } else if (!r.cursors.empty()) {
       stats->notices.fetch_add(1, std::memory_order_relaxed);

@@ -552,7 +552,7 @@ void publish_restore_notices(self_ptr self, const summary_ptr& summary) {
     auto req = std::make_shared<publish_request>();
     req->events.push_back(std::move(ev));
     req->reply = [tenant, text](const publish_result& r) {
-      if (r.outcome == publish_outcome::unavailable)
+      if (actors::failed(r.outcome))
         return logging::error("watch.restore_notice_failed", {{"tenant", tenant}, {"error", r.error}});
       logging::info("watch.notice", {{"stream", watch_events_stream}, {"type", "RESTORE"}, {"text", text}});
     };

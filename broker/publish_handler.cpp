@@ -104,6 +104,10 @@ route_result api::publish(const std::string& stream, const http_request& req, co
       }
       case actors::publish_outcome::unavailable:
         return respond(error_response(503, "not stored: " + r.error));
+      case actors::publish_outcome::uncertain:
+        return respond(
+            error_response(503, "not acknowledged: " + r.error +
+                                    "; it may have been stored: retry with the same Idempotency-Key"));
     }
   };
   caf::anon_send(hubs_.get({who->who.tenant, stream}), actors::publish_atom::value, std::move(request));

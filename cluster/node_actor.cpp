@@ -70,14 +70,23 @@ void dial(self_ptr self, const member& m);
 
 // A connection to a listed member: its handle serves until the connection
 // drops or the record names another life.
-void add_peer(self_ptr self, const member& m, const caf::actor& handle) {
+// `peer_asked`: the peer dialled us (its join), so it had lost its
+// connection to us: whatever it fed our relays went with it, even where
+// this side never saw the connection drop.
+void add_peer(self_ptr self, const member& m, const caf::actor& handle, bool peer_asked) {
   auto& st = self->state;
   auto listed = st.table.find(m.id);
   if (m.id.empty() || m.id == st.table.self().id || !handle || !listed ||
       st.table.state(m.id) != member_state::up || listed->incarnation != m.incarnation)
     return;
   auto it = st.handles.find(m.id);
-  if (it != st.handles.end() && it->second == handle) return;
+  if (it != st.handles.end() && it->second == handle) {
+    if (peer_asked) {
+      logging::debug("cluster.member_reconnected", {{"node", m.id}});
+      st.cfg.hubs->renew_relays(m.id);
+    }
+    return;
+  }
   if (it != st.handles.end()) {
     st.ids.erase(it->second.address());
     self->demonitor(it->second);
@@ -104,7 +113,7 @@ void join(self_ptr self, const caf::actor& peer, const member& expected) {
             // The peer lists itself first: the one the record names, or
             // someone else now on that address.
             if (decode_members(bytes, &members) && !members.empty() && members.front().id == expected.id)
-              add_peer(self, members.front(), peer);
+              add_peer(self, members.front(), peer, false);
             else
               logging::warn("cluster.unexpected_peer", {{"address", expected.cluster_address}});
             answer_if_settled(self);
@@ -468,7 +477,7 @@ caf::behavior node(node_actor* self, node_config cfg) {
         // The asker dialled us from the record; we take its handle too when
         // the record lists that life of it.
         proto::Member p;
-        if (parse(bytes, &p)) add_peer(self, from_proto(p), peer);
+        if (parse(bytes, &p)) add_peer(self, from_proto(p), peer, true);
         return encode_members({self->state.table.self()});
       },
       [self](agreed_atom, const agreed_members_ptr& list) {

@@ -254,11 +254,10 @@ void on_publish(self_ptr self, const actors::publish_request_ptr& req) {
             if (self->state.publishing.erase(token) == 0) return;
             // Unknown whether the owner stored it: the publisher retries
             // (with its Idempotency-Key, if it sent one).
-            req->reply({actors::publish_outcome::unavailable,
+            req->reply({actors::publish_outcome::uncertain,
                         {},
                         "the stream's owner (node " + self->state.cfg.owner_id +
-                            ") did not answer: " + self->system().render(err) +
-                            "; it may have been stored: retry with the same Idempotency-Key"});
+                            ") did not answer: " + self->system().render(err)});
           });
 }
 
@@ -312,10 +311,9 @@ void on_owner_down(self_ptr self) {
   std::map<std::uint64_t, actors::publish_request_ptr> publishing;
   publishing.swap(st.publishing);
   for (auto& [token, req] : publishing)
-    req->reply({actors::publish_outcome::unavailable,
+    req->reply({actors::publish_outcome::uncertain,
                 {},
-                "the stream's owner (node " + st.cfg.owner_id +
-                    ") was lost before it answered; retry with the same Idempotency-Key"});
+                "the stream's owner (node " + st.cfg.owner_id + ") was lost before it answered"});
   for (auto& [token, req] : st.fetching) st.waiting.push_back(req);
   st.fetching.clear();
 }

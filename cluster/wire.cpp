@@ -77,6 +77,9 @@ proto::PublishReply to_proto(const actors::publish_result& r) {
     case actors::publish_outcome::unavailable:
       p.set_outcome(proto::PublishReply::UNAVAILABLE);
       break;
+    case actors::publish_outcome::uncertain:
+      p.set_outcome(proto::PublishReply::UNCERTAIN);
+      break;
   }
   if (!r.cursors.empty()) p.set_epoch(r.cursors.front().epoch);
   for (auto& c : r.cursors) p.add_seqs(c.seq);
@@ -92,6 +95,9 @@ actors::publish_result from_proto(const proto::PublishReply& p) {
       break;
     case proto::PublishReply::REPLAYED:
       r.outcome = actors::publish_outcome::replayed;
+      break;
+    case proto::PublishReply::UNCERTAIN:
+      r.outcome = actors::publish_outcome::uncertain;
       break;
     default:
       r.outcome = actors::publish_outcome::unavailable;

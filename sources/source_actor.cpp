@@ -334,8 +334,7 @@ void commit_read(self_ptr self, core::resource_tracker next, std::vector<core::e
   for (auto& ev : events) req->events.push_back(make_event(st, std::move(ev.fields)));
   req->snapshots.push_back(std::move(snapshot));
   req->reply = [done](const actors::publish_result& r) {
-    done(r.outcome == actors::publish_outcome::unavailable ? (r.error.empty() ? "unavailable" : r.error)
-                                                           : "");
+    done(actors::failed(r.outcome) ? (r.error.empty() ? "unavailable" : r.error) : "");
   };
   self->send(st.cfg.hub, actors::publish_atom::value, actors::publish_request_ptr(std::move(req)));
 }

@@ -1,7 +1,8 @@
 // An Idempotency-Key belongs to its stream, wherever the stream lives: a
 // retry through another node is answered from the owner's record, and when
 // the owner drains the keys move with the log, so a retry after the handoff
-// is still a replay and not a second event.
+// is still a replay and not a second event. A publish whose fate is unknown
+// says so (503, "may have been stored"), and its retry settles it.
 
 #include <catch2/catch.hpp>
 
@@ -12,7 +13,9 @@
 
 #include "client/http_client.hpp"
 #include "tests/cluster/cluster_sessions.hpp"
+#include "tests/support/bounded_poll.hpp"
 #include "tests/support/cluster_nodes.hpp"
+#include "tests/support/hung_process.hpp"
 #include "tests/support/publishing.hpp"
 #include "tests/support/sse_reading.hpp"
 
@@ -92,4 +95,44 @@ TEST_CASE("an Idempotency-Key is honoured through any node and survives its stre
   CHECK(epoch_of(n) == epoch_of(c));
   CHECK(cursor_of(n).seq == cursor_of(c).seq + 1);
   CHECK(read_history(node2, stream).size() == 2);
+}
+
+TEST_CASE(
+    "a publish forwarded to an owner that stops answering gets 503 saying it may have been stored, and its "
+    "retry with the same key gets exactly one event",
+    "[cluster][idempotency][hung]") {
+  cluster_nodes cluster(3);
+  const auto stream = cluster.owned_stream(2, "unsure");
+  REQUIRE(post_keyed(cluster.endpoint(0), stream, event_json("/e", "ADDED", json{{"i", 0}}), "u0").status ==
+          201);
+  const auto body = event_json("/e", "ADDED", json{{"i", 1}});
+  client::http_response during;
+  {
+    // Node 3 stops in the middle of things: the forwarded publish may or
+    // may not have reached its store, and the relay cannot tell which.
+    hung_process hung(cluster.process(2).pid());
+    during = client::request(cluster.endpoint(0), "POST", events_target(stream), body,
+                             {{"Content-Type", "application/json"}, {"Idempotency-Key", "u1"}}, 20s);
+  }
+  INFO("publish while the owner is stopped: " << during.status << " " << during.body);
+  REQUIRE(during.status == 503);
+  CHECK(parse_body(during).value("error", "").find("may have been stored") != std::string::npos);
+  CHECK(parse_body(during).value("error", "").find("same Idempotency-Key") != std::string::npos);
+
+  // The retry, through any node once things settle, tells what happened.
+  client::http_response retry;
+  poll_until(20s, [&] {
+    retry = post_keyed(cluster.endpoint(1), stream, body, "u1");
+    return retry.status == 201 || retry.status == 200;
+  });
+  INFO("the retry: " << retry.status << " " << retry.body);
+  REQUIRE((retry.status == 201 || retry.status == 200));
+  client::http_response again;
+  poll_until(20s, [&] {
+    again = post_keyed(cluster.endpoint(0), stream, body, "u1");
+    return again.status != 503;
+  });
+  CHECK(again.status == 200);
+  CHECK(replayed(again));
+  CHECK(cursor_in(again) == cursor_in(retry));
 }

@@ -8,12 +8,18 @@
 //   kill         kill -9, restarted on its data 0.2-3 s later
 //   restart      SIGTERM (a graceful drain), restarted 0.2-1.5 s later
 //   etcd-member  kill -9 of one etcd member of three, back 0.5-3 s later
+//   partition-nodes  DROP rules for 0.5-4 s: the target and one peer cut
+//                apart (both reach the third node and etcd), or only what
+//                the target sends the peer dropped, or the target cut from
+//                both other nodes (it reaches etcd)
+//   partition-etcd   the target cut from etcd (it reaches the nodes), or
+//                from etcd and the nodes alike
 //
+// Partitions run in a network namespace of the test's own
+// (private_network.hpp) with each node as its own user; they need root.
 // TIDINGS_FAULT_ROUNDS (default 3) rounds per scenario; TIDINGS_FAULT_SEED
 // the first round's seed (default: drawn, printed), round k uses seed + k,
 // so a failing round runs again the same way: scripts/faults --seed S.
-// Partitions (network namespaces, DROP rules) are not in this suite yet:
-// docs/reliability.md.
 
 #include <catch2/catch.hpp>
 
@@ -31,6 +37,7 @@
 
 #include "tests/faults/fault_plan.hpp"
 #include "tests/faults/history_check.hpp"
+#include "tests/faults/private_network.hpp"
 #include "tests/support/cluster_nodes.hpp"
 #include "tests/support/etcd_cluster.hpp"
 #include "tests/support/hung_process.hpp"
@@ -71,10 +78,50 @@ std::size_t node_of(fault_target t) {
   return t == fault_target::owner ? 0 : t == fault_target::follower ? 1 : 2;
 }
 
+std::uint16_t port_of_url(const std::string& url) {
+  return static_cast<std::uint16_t>(std::stoul(url.substr(url.rfind(':') + 1)));
+}
+
+// Cuts node a's packets to node b's cluster port, and b's to a's.
+void cut_apart(packet_rules& rules, const cluster_nodes& cluster, std::size_t a, std::size_t b) {
+  rules.drop(cluster.uid(a), cluster.cluster_port(b));
+  rules.drop(cluster.uid(b), cluster.cluster_port(a));
+}
+
+void partition(packet_rules& rules, const cluster_nodes& cluster, const etcd_cluster& etcd,
+               const fault_step& step) {
+  const auto n = node_of(step.target);
+  const auto peer = node_of(step.peer);
+  switch (step.kind) {
+    case fault_kind::cut_pair:
+      return cut_apart(rules, cluster, n, peer);
+    case fault_kind::one_way:
+      return rules.drop(cluster.uid(n), cluster.cluster_port(peer));
+    case fault_kind::isolate:
+    case fault_kind::cut_all:
+      for (std::size_t other = 0; other < cluster.size(); ++other)
+        if (other != n) cut_apart(rules, cluster, n, other);
+      if (step.kind == fault_kind::isolate) return;
+      [[fallthrough]];
+    case fault_kind::cut_etcd:
+      for (const auto& url : etcd.client_urls()) rules.drop(cluster.uid(n), port_of_url(url));
+      return;
+    default:
+      return;
+  }
+}
+
 void inject(cluster_nodes& cluster, etcd_cluster& etcd, const fault_step& step) {
   const auto n = node_of(step.target);
   // The schedule is the round's input (drawn from the seed), not a wait
   // for a condition: the fault lasts exactly this long.
+  if (is_partition(step.kind)) {
+    packet_rules rules;
+    partition(rules, cluster, etcd, step);
+    std::this_thread::sleep_for(step.hold);
+    rules.clear();
+    return;
+  }
   switch (step.kind) {
     case fault_kind::pause: {
       hung_process hung(cluster.process(n).pid());
@@ -97,12 +144,15 @@ void inject(cluster_nodes& cluster, etcd_cluster& etcd, const fault_step& step) 
       std::this_thread::sleep_for(step.hold);
       etcd.start(step.etcd_member);
       break;
+    default:
+      break;
   }
 }
 
-round_outcome run_round(const fault_scenario& scenario, std::uint64_t seed, etcd_cluster* own_etcd) {
+round_outcome run_round(const fault_scenario& scenario, std::uint64_t seed, etcd_cluster& etcd,
+                        bool distinct_users) {
   const auto step = plan_round(scenario, seed);
-  cluster_nodes cluster(3, {}, 20s, own_etcd);
+  cluster_nodes cluster(3, {}, 20s, &etcd, distinct_users);
   const auto stream = cluster.owned_stream(0, "fault" + std::to_string(seed) + "-", 1);
   const auto start = publish(cluster.endpoint(0), stream, event_json("/e", "ADDED", json{{"i", 0}}));
   const std::size_t total = publishers * per_publisher + 1;
@@ -126,7 +176,7 @@ round_outcome run_round(const fault_scenario& scenario, std::uint64_t seed, etcd
         stream, 1 + p * per_publisher, per_publisher, rate, 2, 60s));
   }
   std::this_thread::sleep_for(step.after);
-  inject(cluster, *(own_etcd ? own_etcd : &cluster.etcd()), step);
+  inject(cluster, etcd, step);
 
   // Event 0 is where the sessions start reading (after it): not counted.
   std::vector<std::pair<int, std::string>> acked;
@@ -160,8 +210,20 @@ void run_scenario(const std::string& name) {
     if (s.name == name) scenario = &s;
   REQUIRE(scenario != nullptr);
   const auto rounds = env_number("TIDINGS_FAULT_ROUNDS", 3);
-  std::unique_ptr<etcd_cluster> etcd;
-  if (scenario->kind == fault_kind::etcd_member) etcd = std::make_unique<etcd_cluster>(3);
+  bool partitions = false;
+  for (auto k : scenario->kinds) partitions = partitions || is_partition(k);
+  if (partitions) {
+    if (auto why = private_network_unavailable(); !why.empty()) {
+      WARN("partitions skipped: " << why);
+      return;
+    }
+    // This thread and all it starts from here on (etcd, nodes, clients).
+    enter_private_network();
+  }
+  // Each scenario its own etcd, started where its nodes run: three
+  // members where one is killed, else one.
+  const bool etcd_faults = scenario->kinds.front() == fault_kind::etcd_member;
+  etcd_cluster etcd(etcd_faults ? 3 : 1);
 
   std::size_t acknowledged = 0, lost = 0, reassigned = 0, resyncs = 0, clean = 0;
   std::chrono::milliseconds longest{0};
@@ -170,7 +232,7 @@ void run_scenario(const std::string& name) {
     const auto step = plan_round(*scenario, seed);
     INFO("scenario " << name << ", round " << k << ", seed " << seed << " (TIDINGS_FAULT_SEED=" << seed
                      << " TIDINGS_FAULT_ROUNDS=1 reruns it): " << describe(step));
-    auto out = run_round(*scenario, seed, etcd.get());
+    auto out = run_round(*scenario, seed, etcd, partitions);
     INFO(out.history.summary());
     INFO("publishers: " << (out.failure.empty() ? "done" : out.failure));
     CHECK(out.failure.empty());
@@ -205,4 +267,12 @@ TEST_CASE("graceful restarts of the owner, its follower or the third node", "[fa
 
 TEST_CASE("kill -9 and restart of one etcd member of three", "[faults]") {
   run_scenario("etcd-member");
+}
+
+TEST_CASE("partitions between nodes: a pair cut apart, one way dropped, a node isolated", "[faults]") {
+  run_scenario("partition-nodes");
+}
+
+TEST_CASE("partitions from etcd: a node cut from etcd, or from everything", "[faults]") {
+  run_scenario("partition-etcd");
 }

@@ -62,9 +62,10 @@ struct cluster_nodes::node {
 };
 
 cluster_nodes::cluster_nodes(std::size_t count, std::vector<std::string> extra_args,
-                             std::chrono::milliseconds converge_timeout, etcd_cluster* etcd)
+                             std::chrono::milliseconds converge_timeout, etcd_cluster* etcd, bool distinct_users)
     : etcd_(etcd ? etcd : &shared_etcd()),
       prefix_(fresh_prefix()),
+      distinct_users_(distinct_users),
       extra_args_(std::move(extra_args)),
       exceptions_at_start_(std::uncaught_exceptions()) {
   if (count == 0) throw std::invalid_argument("a cluster needs at least one node");
@@ -116,7 +117,9 @@ void cluster_nodes::start(std::size_t i) {
   // TIDINGS_CLUSTER_DEBUG=1: every node logs at debug (with TIDINGS_CLUSTER_LOGS to see it).
   if (std::getenv("TIDINGS_CLUSTER_DEBUG") != nullptr) args.emplace_back("--verbose");
   args.insert(args.end(), extra_args_.begin(), extra_args_.end());
-  n.process = std::make_unique<tidingsd_process>(n.dir.path(), std::move(args));
+  std::optional<process_user> user;
+  if (distinct_users_) user = process_user{uid(i), static_cast<gid_t>(uid(i))};
+  n.process = std::make_unique<tidingsd_process>(n.dir.path(), std::move(args), 20s, user);
   ++n.runs;
 
   if (!n.process->await_log("\"event\":\"cluster.listening\"", cluster_listening_timeout))
@@ -149,6 +152,15 @@ const std::string& cluster_nodes::node_id(std::size_t i) const {
 
 const std::string& cluster_nodes::cluster_address(std::size_t i) const {
   return at(i).cluster_address;
+}
+
+std::uint16_t cluster_nodes::cluster_port(std::size_t i) const {
+  const auto& a = at(i).cluster_address;
+  return static_cast<std::uint16_t>(std::stoul(a.substr(a.rfind(':') + 1)));
+}
+
+uid_t cluster_nodes::uid(std::size_t i) const {
+  return distinct_users_ ? node_user_base + static_cast<uid_t>(i) : ::getuid();
 }
 
 const std::filesystem::path& cluster_nodes::data_dir(std::size_t i) const {

@@ -38,10 +38,13 @@ class cluster_nodes {
   // flags) and waits, bounded by `converge_timeout`, until every node lists
   // all of them alive. Throws with the nodes' logs on failure.
   // `etcd`: the test's own etcd (it must outlive the nodes); nullptr: the
-  // process's shared one.
+  // process's shared one. `distinct_users`: node i runs as uid and gid
+  // node_user_base + i (the harness must be root), so iptables rules can
+  // tell the nodes' packets apart on loopback (the fault suite).
   explicit cluster_nodes(std::size_t count, std::vector<std::string> extra_args = {},
                          std::chrono::milliseconds converge_timeout = std::chrono::seconds(20),
-                         etcd_cluster* etcd = nullptr);
+                         etcd_cluster* etcd = nullptr, bool distinct_users = false);
+  static constexpr uid_t node_user_base = 20000;
   ~cluster_nodes();
   cluster_nodes(const cluster_nodes&) = delete;
   cluster_nodes& operator=(const cluster_nodes&) = delete;
@@ -52,6 +55,10 @@ class cluster_nodes {
   std::string http_address(std::size_t i) const;
   const std::string& node_id(std::size_t i) const;
   const std::string& cluster_address(std::size_t i) const;
+  // The port of cluster_address(i).
+  std::uint16_t cluster_port(std::size_t i) const;
+  // The uid node i runs as (distinct_users), or this process's.
+  uid_t uid(std::size_t i) const;
   const std::filesystem::path& data_dir(std::size_t i) const;
   // The node's current process (the latest run after a restart).
   tidingsd_process& process(std::size_t i);
@@ -104,6 +111,7 @@ class cluster_nodes {
 
   etcd_cluster* etcd_;
   std::string prefix_;  // this cluster's keys in etcd
+  bool distinct_users_;
   std::vector<std::string> extra_args_;
   std::vector<std::unique_ptr<node>> nodes_;
   // To tell, in the destructor, an unwinding test from a passing one.

@@ -3,6 +3,7 @@
 #include "tests/support/process_status.hpp"
 
 #include <fcntl.h>
+#include <grp.h>
 #include <poll.h>
 #include <signal.h>
 #include <sys/prctl.h>
@@ -58,7 +59,13 @@ temp_dir::~temp_dir() {
 }
 
 tidingsd_process::tidingsd_process(const std::filesystem::path& data_dir, std::vector<std::string> extra_args,
-                                   std::chrono::milliseconds start_timeout) {
+                                   std::chrono::milliseconds start_timeout, std::optional<process_user> user) {
+  if (user) {
+    // The data directory and all in it: the node writes there as that user.
+    if (::chown(data_dir.c_str(), user->uid, user->gid) != 0) throw std::runtime_error(errno_text("chown"));
+    for (const auto& entry : std::filesystem::recursive_directory_iterator(data_dir))
+      if (::lchown(entry.path().c_str(), user->uid, user->gid) != 0) throw std::runtime_error(errno_text("lchown"));
+  }
   // Everything the child needs is built before fork: after fork in a
   // threaded process only async-signal-safe calls are allowed.
   std::vector<std::string> args{tidingsd_path(), "--listen", "127.0.0.1:0", "--data-dir", data_dir.string()};
@@ -79,7 +86,10 @@ tidingsd_process::tidingsd_process(const std::filesystem::path& data_dir, std::v
     throw std::runtime_error(errno_text("fork"));
   }
   if (pid_ == 0) {
-    // A crashed or aborted test run must not leave nodes behind.
+    if (user && (::setgroups(0, nullptr) != 0 || ::setgid(user->gid) != 0 || ::setuid(user->uid) != 0))
+      ::_exit(126);
+    // A crashed or aborted test run must not leave nodes behind (set after
+    // setuid, which clears it).
     ::prctl(PR_SET_PDEATHSIG, SIGKILL);
     if (::getppid() != parent) ::_exit(126);
     int devnull = ::open("/dev/null", O_RDONLY);

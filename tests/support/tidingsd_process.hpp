@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -20,6 +21,12 @@
 #include "client/http_client.hpp"
 
 namespace tidings::testing {
+
+// A user id (and group id) to run a process as; the caller owns the data.
+struct process_user {
+  uid_t uid;
+  gid_t gid;
+};
 
 class temp_dir {
  public:
@@ -36,8 +43,12 @@ class tidingsd_process {
   // Starts `tidingsd --listen 127.0.0.1:0 --data-dir DIR <extra>` and waits
   // (bounded) for its `node.listening` log line. Throws on failure, with the
   // process's stderr in the message.
+  // With `user` (the harness runs as root) the process runs as that user
+  // and the data directory is handed to it first (the fault suite tells
+  // nodes apart in iptables rules by their owner).
   explicit tidingsd_process(const std::filesystem::path& data_dir, std::vector<std::string> extra_args = {},
-                            std::chrono::milliseconds start_timeout = std::chrono::seconds(20));
+                            std::chrono::milliseconds start_timeout = std::chrono::seconds(20),
+                            std::optional<process_user> user = std::nullopt);
   ~tidingsd_process();
   tidingsd_process(const tidingsd_process&) = delete;
   tidingsd_process& operator=(const tidingsd_process&) = delete;
