@@ -58,6 +58,9 @@ void report(self_ptr self) {
   if (ack > st.reported) {
     st.reported = ack;
     self->send(st.cfg.hub, actors::replicated_atom::value, ack);
+    // The admin view's `acknowledged` follows (once per quorum round, not
+    // per event: group commits batch them).
+    publish_state(self);
   }
 }
 

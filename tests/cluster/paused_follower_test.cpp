@@ -24,10 +24,11 @@
 #include <nlohmann/json.hpp>
 
 #include "tests/cluster/cluster_sessions.hpp"
-#include "tests/support/replicated_traffic.hpp"
+#include "tests/support/bounded_poll.hpp"
 #include "tests/support/cluster_nodes.hpp"
 #include "tests/support/hung_process.hpp"
 #include "tests/support/publishing.hpp"
+#include "tests/support/replicated_traffic.hpp"
 
 namespace {
 
@@ -110,6 +111,15 @@ TEST_CASE(
     CHECK(late.controls().empty());
     CHECK(compare_with_acknowledged(late.events(), acked) == "");
   }
+  // The owner's admin row counts what its followers confirmed (it said 0
+  // while its follower was in sync, issue 26).
+  json row;
+  poll_until(10s, [&] {
+    row = admin_stream_row(cluster.endpoint(0), stream);
+    return row.is_object() && row["replication"].value("acknowledged", 0) >= total + 1;
+  });
+  INFO("the owner's admin row: " << row.dump());
+  CHECK(row["replication"].value("acknowledged", 0) == total + 1);
   // The resumed follower took nothing over.
   CHECK(cluster.process(1).log().find("\"event\":\"cluster.stream_taken_over\"") == std::string::npos);
   WARN("a paused follower:\n" << report.str());

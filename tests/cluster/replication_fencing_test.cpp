@@ -19,10 +19,10 @@
 #include <nlohmann/json.hpp>
 
 #include "tests/cluster/cluster_sessions.hpp"
-#include "tests/support/replicated_traffic.hpp"
 #include "tests/support/cluster_nodes.hpp"
 #include "tests/support/hung_process.hpp"
 #include "tests/support/publishing.hpp"
+#include "tests/support/replicated_traffic.hpp"
 
 namespace {
 

@@ -62,7 +62,8 @@ struct cluster_nodes::node {
 };
 
 cluster_nodes::cluster_nodes(std::size_t count, std::vector<std::string> extra_args,
-                             std::chrono::milliseconds converge_timeout, etcd_cluster* etcd, bool distinct_users)
+                             std::chrono::milliseconds converge_timeout, etcd_cluster* etcd,
+                             bool distinct_users)
     : etcd_(etcd ? etcd : &shared_etcd()),
       prefix_(fresh_prefix()),
       distinct_users_(distinct_users),

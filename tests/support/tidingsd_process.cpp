@@ -59,12 +59,14 @@ temp_dir::~temp_dir() {
 }
 
 tidingsd_process::tidingsd_process(const std::filesystem::path& data_dir, std::vector<std::string> extra_args,
-                                   std::chrono::milliseconds start_timeout, std::optional<process_user> user) {
+                                   std::chrono::milliseconds start_timeout,
+                                   std::optional<process_user> user) {
   if (user) {
     // The data directory and all in it: the node writes there as that user.
     if (::chown(data_dir.c_str(), user->uid, user->gid) != 0) throw std::runtime_error(errno_text("chown"));
     for (const auto& entry : std::filesystem::recursive_directory_iterator(data_dir))
-      if (::lchown(entry.path().c_str(), user->uid, user->gid) != 0) throw std::runtime_error(errno_text("lchown"));
+      if (::lchown(entry.path().c_str(), user->uid, user->gid) != 0)
+        throw std::runtime_error(errno_text("lchown"));
   }
   // Everything the child needs is built before fork: after fork in a
   // threaded process only async-signal-safe calls are allowed.
