@@ -63,6 +63,14 @@ void ship(hub_state& st, const persistence::write_set& ws, std::uint64_t prev_se
   caf::anon_send(*st.replicator, ship_atom::value, replica_batch_ptr(std::move(b)));
 }
 
+// The stall timer (on_stall) runs within replication_timeout of now.
+void arm_stall_timer(self_ptr self) {
+  auto& st = self->state;
+  if (st.stall_timer) return;
+  st.stall_timer = true;
+  self->delayed_send(self, st.cfg.replication_timeout, stall_atom::value);
+}
+
 void submit(self_ptr self, persistence::write_set ws, hub_state::in_flight entry) {
   auto& st = self->state;
   entry.head_after = st.meta ? st.meta->head_seq : 0;
@@ -70,10 +78,7 @@ void submit(self_ptr self, persistence::write_set ws, hub_state::in_flight entry
   auto token = entry.token;
   // A publish waits for its followers at most so long before it hears
   // (one timer per hub, not per write).
-  if (replicating(st) && !entry.frames.empty() && !st.stall_timer) {
-    st.stall_timer = true;
-    self->delayed_send(self, st.cfg.replication_timeout, stall_atom::value);
-  }
+  if (replicating(st) && !entry.frames.empty()) arm_stall_timer(self);
   st.pending.push_back(std::move(entry));
   hub_actor handle = self;
   st.cfg.committer->submit(std::move(ws), [handle, token](const persistence::status& s) {
@@ -117,6 +122,17 @@ bool create_stream(self_ptr self) {
   return true;
 }
 
+void on_publish(self_ptr self, const publish_request_ptr& req);
+
+// Publishes that waited for writable go on (in order): appended now,
+// forwarded when the stream moved, refused when it is not writable soon.
+void release_unwritable(self_ptr self) {
+  auto& st = self->state;
+  std::deque<std::pair<publish_request_ptr, std::chrono::steady_clock::time_point>> held;
+  held.swap(st.held_unwritable);
+  for (auto& [req, at] : held) on_publish(self, req);
+}
+
 void on_publish(self_ptr self, const publish_request_ptr& req) {
   auto& st = self->state;
   auto unavailable = [&](std::string why) {
@@ -127,7 +143,12 @@ void on_publish(self_ptr self, const publish_request_ptr& req) {
   if (st.failed) return unavailable("the stream's storage failed; see the node log");
   if (st.fenced)
     return unavailable("this node no longer owns the stream; retry (with the same Idempotency-Key)");
-  if (replicating(st) && !st.writable) return unavailable(st.unwritable);
+  if (replicating(st) && !st.writable) {
+    if (!st.writable_soon) return unavailable(st.unwritable);
+    // A follower is catching up to make min-insync: wait for it a while.
+    st.held_unwritable.emplace_back(req, std::chrono::steady_clock::now());
+    return arm_stall_timer(self);
+  }
 
   const auto& key = req->idempotency_key;
   if (!key.empty()) {
@@ -579,6 +600,7 @@ void on_moved(self_ptr self) {
   st.held_ahead.clear();
   // Moved on before its handoff came: what waited goes to the new route.
   if (st.awaiting && !st.adopting) release_held(self);
+  release_unwritable(self);
   self->delayed_send(self, std::chrono::seconds(60), moved_atom::value);
 }
 
@@ -637,10 +659,21 @@ void on_stall(self_ptr self) {
   if (!replicating(st)) return;
   auto now = std::chrono::steady_clock::now();
   std::optional<std::chrono::steady_clock::time_point> next;
+  // Publishes that waited for min-insync too long: refused (nothing written).
+  while (!st.held_unwritable.empty() &&
+         now - st.held_unwritable.front().second >= st.cfg.replication_timeout) {
+    st.held_unwritable.front().first->reply(publish_result{
+        publish_outcome::unavailable,
+        {},
+        st.unwritable + " (waited " + std::to_string(st.cfg.replication_timeout.count()) + " ms)"});
+    st.held_unwritable.pop_front();
+  }
+  if (!st.held_unwritable.empty()) next = st.held_unwritable.front().second + st.cfg.replication_timeout;
   for (auto& entry : st.pending) {
     if (!entry.reply || entry.frames.empty()) continue;
     if (now - entry.accepted_at < st.cfg.replication_timeout) {
-      if (!next) next = entry.accepted_at + st.cfg.replication_timeout;
+      auto due = entry.accepted_at + st.cfg.replication_timeout;
+      if (!next || due < *next) next = due;
       continue;
     }
     logging::warn(
@@ -669,6 +702,7 @@ void on_fenced(self_ptr self, const std::string& member) {
   if (st.cfg.metrics) st.cfg.metrics->replication_fenced();
   logging::warn("stream.fenced", {{"stream", st.cfg.stream.name}, {"term", st.term}, {"by", member}});
   abandon_unacknowledged(st, "this node no longer owns the stream");
+  release_unwritable(self);
   settle(self);
   if (st.cfg.registry) st.cfg.registry->replace(st.cfg.stream, self, member);
 }
@@ -700,6 +734,10 @@ hub_actor::behavior_type hub(hub_actor::stateful_pointer<hub_state> self, hub_co
   }
   if (st.cfg.replicator && !st.failed) {
     st.replicator = st.cfg.replicator(self);
+    // Publishes wait for the shipper's first word on writability (min-insync).
+    st.writable = false;
+    st.writable_soon = true;
+    st.unwritable = "the stream's followers are not known yet; retry";
     // The shipper lives as long as its hub.
     if (st.replicator)
       self->attach_functor([r = *st.replicator] { caf::anon_send_exit(r, caf::exit_reason::user_shutdown); });
@@ -723,9 +761,12 @@ hub_actor::behavior_type hub(hub_actor::stateful_pointer<hub_state> self, hub_co
         settle(self);
       },
       [self](fenced_atom, const std::string& member) { on_fenced(self, member); },
-      [self](writable_atom, bool ok, const std::string& why) {
-        self->state.writable = ok;
-        self->state.unwritable = why;
+      [self](writable_atom, bool ok, bool soon, const std::string& why) {
+        auto& st = self->state;
+        st.writable = ok;
+        st.writable_soon = soon;
+        st.unwritable = why;
+        if (ok || !soon) release_unwritable(self);
       },
       [self](term_atom, std::uint64_t term) {
         auto& st = self->state;

@@ -120,7 +120,11 @@ struct hub_state {
   std::uint64_t term = 0;
   std::uint64_t replicated = 0;  // the write quorum holds the log up to here
   bool writable = true;          // as the shipper last said
+  bool writable_soon = false;    // not yet: a follower is catching up
   std::string unwritable;        // why not
+  // Publishes waiting for writable (writable_soon), with when they came;
+  // answered 503 after replication_timeout.
+  std::deque<std::pair<publish_request_ptr, std::chrono::steady_clock::time_point>> held_unwritable;
   bool fenced = false;           // a newer term exists: replaced
   std::uint64_t prior_term = 0;  // of a follower's copy dropped for a new epoch
   bool stall_timer = false;      // armed while writes wait for followers

@@ -49,8 +49,9 @@ using hub_actor = caf::typed_actor<
     // A newer term of this stream was written by `member`: this hub is
     // stale; it answers nothing more and the registry replaces it.
     caf::reacts_to<fenced_atom, std::string>,
-    // Whether a publish can be acknowledged now (and why not).
-    caf::reacts_to<writable_atom, bool, std::string>,
+    // Whether a publish can be acknowledged now, whether it will be soon
+    // (a follower is catching up: publishes wait a while), and why not.
+    caf::reacts_to<writable_atom, bool, bool, std::string>,
     // The term moved past one a lost owner had reached.
     caf::reacts_to<term_atom, std::uint64_t>,
     // Every follower has (or not yet) answered in this hub's term without

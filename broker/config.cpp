@@ -217,6 +217,7 @@ const std::map<std::string, setter>& setters() {
       {"audit-log", set_audit_log},
       {"log-level", set_log_level},
       {"verbose", set_verbose},
+      {"min-insync", number<std::size_t>(1, 7, [](config& c, std::size_t v) { c.min_insync = v; })},
       {"replication-factor",
        number<std::size_t>(1, 7, [](config& c, std::size_t v) { c.replication_factor = v; })},
       {"write-quorum",
@@ -250,8 +251,8 @@ const std::map<std::string, setter>& setters() {
 // Settings that are gone, with what to use instead.
 std::string unknown_setting(const std::string& key) {
   if (key == "seeds")
-    return "no longer exists: members find each other in etcd; give etcd: http://HOST:PORT[,...] "
-           "(docs/cluster.md)";
+    return "no longer exists: members find each other in etcd (--etcd, or etcd: in the file, "
+           "http://HOST:PORT[,...]; docs/cluster.md)";
   return "unknown setting";
 }
 
@@ -377,12 +378,17 @@ std::string usage() {
          "                [--etcd-prefix /PREFIX/] [--member-lease-seconds S]\n"
          "                [--cluster-advertise HOST:PORT] [--advertise HOST:PORT]\n"
          "                [--cluster-private-network true|false]\n"
-         "                [--replication-factor N] [--write-quorum all|N]\n"
+         "                [--replication-factor N] [--write-quorum all|N] [--min-insync N]\n"
          "--check-config FILE validates FILE (with any other flags) and exits: 0 when\n"
          "it is valid, 2 with the offending setting named on stderr when not.\n"
          "Upstream sources are configured in the config file's upstreams: section,\n"
          "tenants and their token keys in its tenants: section (docs/security.md);\n"
          "config/tidings.example.yaml shows every setting.\n";
+}
+
+std::size_t min_insync(const config& c) {
+  if (c.min_insync) return *c.min_insync;
+  return c.replication_factor >= 2 ? 2 : 1;
 }
 
 parse_outcome parse_config(const std::vector<std::string>& args) {
@@ -478,6 +484,11 @@ parse_outcome parse_config(const std::vector<std::string>& args) {
         "advertise: listen " + c.listen_host +
             " is a wildcard address; in a cluster set advertise to the HOST:PORT clients reach this node at",
         false};
+  if (c.min_insync && *c.min_insync > c.replication_factor)
+    return {std::nullopt,
+            "min-insync: " + std::to_string(*c.min_insync) + " copies, but replication-factor " +
+                std::to_string(c.replication_factor) + " keeps only " + std::to_string(c.replication_factor),
+            false};
   if (c.cluster_listen && c.etcd_endpoints.empty())
     return {std::nullopt,
             "etcd: a cluster needs etcd, where its members and the leaders of its streams are agreed; give "

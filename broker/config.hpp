@@ -91,11 +91,18 @@ struct config {
   // is acknowledged (nullopt: every follower that is in sync).
   std::size_t replication_factor = 2;
   std::optional<std::size_t> write_quorum;
+  // Copies, the owner's included, that must be in sync for a write to be
+  // acknowledged (ADR 0021); with fewer, writes are refused and reads go
+  // on. nullopt: 2 when replication-factor is 2 or more, else 1.
+  std::optional<std::size_t> min_insync;
   // --check-config FILE: validate the configuration and exit, start nothing.
   bool check_only = false;
 };
 
 std::map<std::string, std::string> file_settings(const std::string& path);
+
+// The min-insync the node runs with: the setting, or its default.
+std::size_t min_insync(const config& c);
 
 // The names of the top-level settings (each also a --flag), sorted.
 std::vector<std::string> setting_names();

@@ -197,6 +197,7 @@ std::optional<actors::replicator_actor> cluster_view::spawn_replicator(const act
   cfg.view = this;
   cfg.replication_factor = settings.factor;
   cfg.write_quorum = settings.write_quorum;
+  cfg.min_insync = settings.min_insync;
   auto shipper = system_.spawn(log_shipper, std::move(cfg));
   {
     std::lock_guard lock(mutex_);

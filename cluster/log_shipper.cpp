@@ -69,20 +69,35 @@ void report(self_ptr self) {
 // A numeric write quorum also needs that many followers in sync.
 void report_writable(self_ptr self) {
   auto& st = self->state;
-  bool ok = !st.cut_off && st.quorum && st.quorum->can_acknowledge();
+  const std::size_t copies = 1 + (st.quorum ? st.quorum->in_sync_count() : 0);
+  const bool enough = copies >= st.cfg.min_insync;
+  bool ok = !st.cut_off && st.quorum && st.quorum->can_acknowledge() && enough;
+  // Not yet, but soon: a follower this node reaches is being brought into
+  // sync (publishes wait for it rather than fail at once).
+  bool soon = false;
+  for (const auto& [id, f] : st.followers)
+    if (f.node && (f.at == phase::probing || f.at == phase::catching_up)) soon = true;
+  // min-insync first: it is the rule (ADR 0021); being cut off is one way
+  // to fall short of it.
   std::string why;
-  if (st.cut_off)
+  if (!enough)
+    why = std::to_string(copies) + " of the " + std::to_string(st.cfg.min_insync) +
+          " copies min-insync requires are in sync (a follower is catching up, or none is reachable); retry";
+  else if (st.cut_off)
     why =
         "no follower of this stream is reachable and members are lost: this node may be cut off from "
         "the cluster; retry";
   else if (!ok)
     why = "fewer followers are in sync than the write quorum (" + std::to_string(*st.cfg.write_quorum) +
           ") needs; retry";
-  if (st.writable_sent == ok && st.unwritable_sent == why) return;
-  if (!ok) logging::warn("replication.unwritable", {{"stream", st.cfg.stream.name}, {"reason", why}});
+  soon = !ok && !st.cut_off && soon;
+  if (st.writable_sent == ok && st.unwritable_sent == why && st.soon_sent == soon) return;
+  if (!ok && !soon)
+    logging::warn("replication.unwritable", {{"stream", st.cfg.stream.name}, {"reason", why}});
   st.writable_sent = ok;
   st.unwritable_sent = why;
-  self->send(st.cfg.hub, actors::writable_atom::value, ok, why);
+  st.soon_sent = soon;
+  self->send(st.cfg.hub, actors::writable_atom::value, ok, soon, why);
 }
 
 // Tells the hub whether every follower has answered in its term.

@@ -52,6 +52,9 @@ struct shipper_config {
   cluster_view* view = nullptr;
   std::size_t replication_factor = 2;
   std::optional<std::size_t> write_quorum;  // nullopt: every in-sync follower
+  // Copies, this node's included, that must be in sync for a write to be
+  // acknowledged (ADR 0021's min-insync); fewer and writes are refused.
+  std::size_t min_insync = 1;
   std::chrono::milliseconds request_timeout{5000};
   std::size_t chunk_events = 1000;  // per catch-up append
 };
@@ -92,6 +95,7 @@ struct shipper_state {
   bool alone = false;    // no follower to be had and no member lost
   bool cut_off = false;  // no follower to be had, but members lost
   std::optional<bool> writable_sent;
+  bool soon_sent = false;
   std::string unwritable_sent;
   std::map<std::string, follower> followers;
   // Followers that have not answered in this term yet (the hub waits on

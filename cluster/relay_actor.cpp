@@ -345,7 +345,7 @@ relay_actor::behavior_type relay(relay_actor::stateful_pointer<relay_state> self
       // A relay holds no log of its own: nothing to replicate or fence.
       [](actors::replicated_atom, std::uint64_t) {},
       [](actors::fenced_atom, const std::string&) {},
-      [](actors::writable_atom, bool, const std::string&) {},
+      [](actors::writable_atom, bool, bool, const std::string&) {},
       [](actors::term_atom, std::uint64_t) {},
       [](actors::confirmed_atom, bool) {},
       [](actors::check_term_atom, std::uint64_t, const std::string&) {},

@@ -296,3 +296,45 @@ TEST_CASE("replication-factor and write-quorum are checked against each other", 
   CHECK(e.find("write-quorum") != std::string::npos);
   CHECK(e.find("keeps only 1") != std::string::npos);
 }
+
+TEST_CASE("a cluster registers in etcd: etcd, etcd-prefix and member-lease-seconds, and --seeds is gone",
+          "[config][cluster]") {
+  auto c = parsed(
+      {"--cluster-listen", "127.0.0.1:7100", "--etcd", "http://127.0.0.1:2379, http://127.0.0.2:2379/"});
+  CHECK(c.etcd_endpoints == std::vector<std::string>{"http://127.0.0.1:2379", "http://127.0.0.2:2379"});
+  CHECK(c.etcd_prefix == "/tidings/");
+  CHECK(c.member_lease_seconds == 5);
+  c = parsed({"--cluster-listen", "127.0.0.1:7100", "--etcd", "http://127.0.0.1:2379", "--etcd-prefix", "/eu",
+              "--member-lease-seconds", "2"});
+  CHECK(c.etcd_prefix == "/eu/");
+  CHECK(c.member_lease_seconds == 2);
+  // One node alone needs neither.
+  CHECK(parsed({}).etcd_endpoints.empty());
+
+  CHECK(parse_error({"--cluster-listen", "127.0.0.1:7100"}).find("a cluster needs etcd") !=
+        std::string::npos);
+  CHECK(parse_error({"--etcd", "http://127.0.0.1:2379"}).find("needs cluster-listen") != std::string::npos);
+  CHECK(parse_error({"--etcd", "https://127.0.0.1:2379"}).find("TLS to etcd is not supported yet") !=
+        std::string::npos);
+  CHECK(parse_error({"--etcd", "127.0.0.1:2379"}).find("must be http://HOST:PORT") != std::string::npos);
+  CHECK(parse_error({"--etcd", " , "}).find("at least one etcd endpoint") != std::string::npos);
+  CHECK(parse_error({"--etcd-prefix", "tidings"}).find("must start with '/'") != std::string::npos);
+  CHECK(parse_error({"--member-lease-seconds", "0"}).find("member-lease-seconds") != std::string::npos);
+  auto seeds = parse_error({"--seeds", "127.0.0.1:7101"});
+  CHECK(seeds.find("--seeds no longer exists") != std::string::npos);
+  CHECK(seeds.find("--etcd") != std::string::npos);
+  temp_file file("seeds: 127.0.0.1:7101\n");
+  CHECK(parse_error({"--config", file.path()}).find("seeds: no longer exists") != std::string::npos);
+}
+
+TEST_CASE("min-insync defaults to 2 with replication and is at most replication-factor",
+          "[config][replication]") {
+  CHECK(min_insync(parsed({})) == 2);
+  CHECK(min_insync(parsed({"--replication-factor", "1"})) == 1);
+  CHECK(min_insync(parsed({"--replication-factor", "3", "--min-insync", "3"})) == 3);
+  CHECK(min_insync(parsed({"--min-insync", "1"})) == 1);
+  auto e = parse_error({"--replication-factor", "2", "--min-insync", "3"});
+  CHECK(e.find("min-insync") != std::string::npos);
+  CHECK(e.find("keeps only 2") != std::string::npos);
+  CHECK(parse_error({"--min-insync", "0"}).find("min-insync") != std::string::npos);
+}
