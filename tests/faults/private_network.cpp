@@ -6,6 +6,7 @@
 #include <stdexcept>
 
 #include <sched.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "tests/support/command_run.hpp"
@@ -36,6 +37,13 @@ std::string private_network_unavailable() {
   if (!iptables_binary()) return "no iptables (scripts/bootstrap installs Debian's)";
   if (!std::filesystem::exists("/usr/sbin/ip") && !std::filesystem::exists("/sbin/ip"))
     return "no ip (iproute2)";
+  // Root in a container may still be refused a namespace: ask a child.
+  const pid_t child = ::fork();
+  if (child < 0) return std::string("fork: ") + std::strerror(errno);
+  if (child == 0) ::_exit(::unshare(CLONE_NEWNET) == 0 ? 0 : 1);
+  int status = 0;
+  if (::waitpid(child, &status, 0) != child || !WIFEXITED(status) || WEXITSTATUS(status) != 0)
+    return "unshare(CLONE_NEWNET) is refused here (a container without CAP_SYS_ADMIN?)";
   return {};
 }
 
