@@ -34,6 +34,12 @@ struct membership {
       if (peer.id == id) return handle;
     return {};
   }
+  // Its incarnation as the record lists it; 0 when it is not such a member.
+  std::int64_t incarnation_of(const std::string& id) const {
+    for (const auto& [peer, handle] : peers)
+      if (peer.id == id) return peer.incarnation;
+    return 0;
+  }
 };
 using membership_ptr = std::shared_ptr<const membership>;
 

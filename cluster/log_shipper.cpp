@@ -152,18 +152,10 @@ void on_reply(self_ptr self, const std::string& id, std::uint64_t generation, bo
               std::uint64_t shipped_then, const proto::ReplicaReply& r);
 void on_failure(self_ptr self, const std::string& id, std::uint64_t generation, const std::string& why);
 
-// The follower's incarnation in the agreed membership; 0 when it is not listed.
-std::int64_t incarnation_of(const shipper_state& st, const std::string& id) {
-  auto m = st.cfg.view->current();
-  for (const auto& [peer, handle] : m->peers)
-    if (peer.id == id) return peer.incarnation;
-  return 0;
-}
-
 void send(self_ptr self, const std::string& id, follower& f, proto::ReplicaAppend a, bool catch_up) {
   auto& st = self->state;
   if (!f.node) return;  // listed but not connected: probed once it is
-  a.set_follower_incarnation(incarnation_of(st, id));
+  a.set_follower_incarnation(f.incarnation);
   if (catch_up) f.busy = true;
   auto generation = f.generation;
   auto shipped_then = st.shipped;
@@ -474,6 +466,8 @@ void refresh(self_ptr self) {
       it = st.followers.erase(it);
       continue;
     }
+    // Kept current from the view here, not looked up per append.
+    it->second.incarnation = m->incarnation_of(it->first);
     if (node != it->second.node) {
       // It restarted: a new life, probed afresh (its copy may be behind).
       it->second.node = node;
@@ -491,6 +485,7 @@ void refresh(self_ptr self) {
     if (!node) continue;
     follower f;
     f.node = node;
+    f.incarnation = m->incarnation_of(id);
     st.followers.emplace(id, std::move(f));
     st.quorum->add(id);
     st.unconfirmed.insert(id);

@@ -65,6 +65,7 @@ struct shipper_state {
   enum class phase { probing, catching_up, in_sync, releasing };
   struct follower {
     caf::actor node;
+    std::int64_t incarnation = 0;  // its life as the record lists it (every append carries it)
     phase at = phase::probing;
     bool busy = false;             // a probe or catch-up append is out
     std::uint64_t generation = 0;  // replies from before a restart are ignored

@@ -48,9 +48,15 @@ void finish_pull(self_ptr self, std::uint64_t token, std::shared_ptr<actors::str
   caf::anon_send(job->hub, actors::adopt_atom::value, actors::stream_handoff_ptr(std::move(log)));
 }
 
+// The holder may still answer: the record lists it and the job has time
+// left. Going on without its log would serve a stale one.
+bool holder_may_answer(const node_state& st, const node_state::pull_job& job) {
+  return st.table.state(job.holder_id) == member_state::up &&
+         std::chrono::steady_clock::now() < job.give_up_at;
+}
+
 // A holder the record lists but this node has no connection to (yet: a
-// node that just registered again is still dialling) is waited for, within
-// the job's time: going on without its log would serve a stale one.
+// node that just registered again is still dialling) is waited for.
 bool await_holder(self_ptr self, std::uint64_t token) {
   auto& st = self->state;
   auto job = st.pulls.at(token);
@@ -58,8 +64,7 @@ bool await_holder(self_ptr self, std::uint64_t token) {
     job->holder = h->second;
     return false;
   }
-  if (st.table.state(job->holder_id) == member_state::up &&
-      std::chrono::steady_clock::now() < job->give_up_at) {
+  if (holder_may_answer(st, *job)) {
     self->delayed_send(self, retry_every, retry_atom::value, token);
     return true;
   }
@@ -123,8 +128,7 @@ void ask_holder(self_ptr self, std::uint64_t token, std::uint64_t after_seq) {
             // the job's time; one that is gone or past it: go on with what
             // this node has (the stream starts a new epoch if nothing;
             // subscribers resync).
-            if (st.table.state(job->holder_id) == member_state::up &&
-                std::chrono::steady_clock::now() < job->give_up_at) {
+            if (holder_may_answer(st, *job)) {
               job->log.reset();
               return void(self->delayed_send(self, retry_every, retry_atom::value, token));
             }
