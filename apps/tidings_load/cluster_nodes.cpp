@@ -7,18 +7,20 @@
 #include <sys/wait.h>
 
 #include "apps/tidings_load/nodes_view.hpp"
+#include "core/placement.hpp"
 
 namespace tidings::load {
 
 cluster_nodes::cluster_nodes(const std::string& binary, std::size_t count,
                              const std::vector<std::string>& extra_args, const std::string& token,
                              std::chrono::milliseconds start_timeout,
-                             std::chrono::milliseconds converge_timeout) {
+                             std::chrono::milliseconds converge_timeout, std::size_t etcd_members) {
   try {
-    etcd_ = std::make_unique<etcd_process>(start_timeout);
+    etcd_ = std::make_unique<etcd_process>(etcd_members, start_timeout);
     for (std::size_t i = 0; i < count; ++i) {
       std::vector<std::string> args{
-          "--cluster-listen", "127.0.0.1:0", "--etcd", etcd_->endpoint(), "--member-lease-seconds", "2"};
+          "--cluster-listen",           "127.0.0.1:0", "--etcd", etcd_->endpoints(), "--member-lease-seconds",
+          std::to_string(lease_seconds)};
       args.insert(args.end(), extra_args.begin(), extra_args.end());
       nodes_.push_back(std::make_unique<node_process>(binary, args, start_timeout));
     }
@@ -47,6 +49,16 @@ std::vector<pid_t> cluster_nodes::pids() const {
   std::vector<pid_t> out;
   for (const auto& n : nodes_) out.push_back(n->pid());
   return out;
+}
+
+std::string cluster_nodes::stream_owned_by(std::size_t i, const std::string& prefix) const {
+  std::vector<std::string> ids;
+  for (const auto& n : nodes_) ids.push_back(n->node_id());
+  for (int k = 0; k < 100000; ++k) {
+    auto name = prefix + std::to_string(k);
+    if (core::owner_of(ids, "default", name) == ids[i]) return name;
+  }
+  throw std::runtime_error("no stream named " + prefix + "N is placed on node " + std::to_string(i + 1));
 }
 
 std::size_t cluster_nodes::stop(std::chrono::milliseconds timeout) {

@@ -1,7 +1,8 @@
 #pragma once
 
-// The cluster tidings-load starts for itself (--scenario cluster
-// --tidingsd): an etcd of its own (etcd_process) and M node_processes on
+// The cluster tidings-load starts for itself (--scenario cluster or failover
+// with --tidingsd): an etcd of its own (etcd_process, 1 or 3 members) and M
+// node_processes on
 // loopback, each with a fresh data directory, --cluster-listen 127.0.0.1:0
 // and --etcd naming that etcd, as an operator would bring a cluster up. It
 // is ready once node 1's admin view lists all M alive.
@@ -22,21 +23,31 @@ namespace tidings::load {
 
 class cluster_nodes {
  public:
+  // Every node's --member-lease-seconds (etcd keeps a lease this long
+  // without renewal: a killed node's streams wait about this long).
+  static constexpr int lease_seconds = 2;
+
   // Throws std::runtime_error (with the nodes' last log lines) when a node
   // does not come up within `start_timeout` or the cluster does not converge
   // within `converge_timeout`; what did start is stopped first.
   cluster_nodes(const std::string& binary, std::size_t count, const std::vector<std::string>& extra_args,
                 const std::string& token, std::chrono::milliseconds start_timeout,
-                std::chrono::milliseconds converge_timeout);
+                std::chrono::milliseconds converge_timeout, std::size_t etcd_members = 1);
   ~cluster_nodes();
   cluster_nodes(const cluster_nodes&) = delete;
   cluster_nodes& operator=(const cluster_nodes&) = delete;
 
   std::size_t size() const { return nodes_.size(); }
   const node_process& node(std::size_t i) const { return *nodes_[i]; }
+  node_process& node(std::size_t i) { return *nodes_[i]; }
   // HTTP endpoints and pids, in node order.
   std::vector<client::endpoint> endpoints() const;
   std::vector<pid_t> pids() const;
+
+  // The first name prefix + k (k = 0, 1, ...) that placement puts on node
+  // i while every node is up, in the default tenant (core::owner_of over
+  // the nodes' ids, as each node computes it).
+  std::string stream_owned_by(std::size_t i, const std::string& prefix) const;
 
   // SIGTERM to one node after the other, last started first, so that each
   // drain hands its streams to nodes that still run (stopped all at once,

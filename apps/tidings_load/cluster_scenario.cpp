@@ -129,6 +129,11 @@ class cluster_figures final : public fanout_extension {
         {"rss_bytes", or_null(rss_total)},
     };
     summary["cluster_nodes"] = std::move(per_node);
+    // --owner-node picked the name by placement: a different owner means
+    // the nodes place streams otherwise than the tool computed.
+    if (ctx_.opts.owner_node && owner != ctx_.opts.owner_node - 1)
+      return "the stream was to be owned by node " + std::to_string(ctx_.opts.owner_node) + ", not " +
+             (owner ? "node " + std::to_string(*owner + 1) : std::string("an unknown node"));
     return check_feeds(feeds, owner);
   }
 

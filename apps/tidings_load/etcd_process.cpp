@@ -43,30 +43,71 @@ int free_port() {
 
 }  // namespace
 
-etcd_process::etcd_process(std::chrono::milliseconds start_timeout) {
+etcd_process::etcd_process(std::size_t members, std::chrono::milliseconds start_timeout) {
   std::string templ = (std::filesystem::temp_directory_path() / "tidings-load-etcd-XXXXXX").string();
   if (!mkdtemp(templ.data())) throw std::runtime_error("mkdtemp: " + std::string(std::strerror(errno)));
   dir_ = templ;
   const char* env = std::getenv("TIDINGS_ETCD");
-  const std::string binary = env && *env ? env : "/usr/bin/etcd";
-  const auto client = "http://127.0.0.1:" + std::to_string(free_port());
-  const auto peer = "http://127.0.0.1:" + std::to_string(free_port());
-  endpoint_ = client;
-  std::vector<std::string> args{binary,
+  binary_ = env && *env ? env : "/usr/bin/etcd";
+  std::string initial_cluster;
+  for (std::size_t i = 0; i < members; ++i) {
+    member m;
+    m.name = "load" + std::to_string(i);
+    m.client_url = "http://127.0.0.1:" + std::to_string(free_port());
+    m.peer_url = "http://127.0.0.1:" + std::to_string(free_port());
+    initial_cluster += (initial_cluster.empty() ? "" : ",") + m.name + "=" + m.peer_url;
+    endpoints_ += (endpoints_.empty() ? "" : ",") + m.client_url;
+    members_.push_back(std::move(m));
+  }
+  // Members of a new cluster wait for each other: all start before any is asked.
+  for (auto& m : members_) launch(m, initial_cluster, &m.pid);
+  const auto deadline = std::chrono::steady_clock::now() + start_timeout;
+  for (auto& m : members_) {
+    const auto& url = m.client_url;
+    const client::endpoint ep{"127.0.0.1",
+                              static_cast<std::uint16_t>(std::stoi(url.substr(url.rfind(':') + 1)))};
+    for (auto pause = std::chrono::milliseconds(10);;
+         pause = std::min(pause * 2, std::chrono::milliseconds(200))) {
+      try {
+        auto r = client::request(ep, "GET", "/health", {}, {}, std::chrono::milliseconds(500));
+        if (r.status == 200 && r.body.find("\"true\"") != std::string::npos) break;
+      } catch (const std::exception&) {
+        // not listening yet
+      }
+      int status = 0;
+      if (waitpid(m.pid, &status, WNOHANG) == m.pid) {
+        m.pid = -1;
+        auto tail = log(m);
+        stop_all();
+        throw std::runtime_error("etcd (" + binary_ + ") member " + m.name + " exited at start; its log:\n" +
+                                 tail);
+      }
+      if (std::chrono::steady_clock::now() >= deadline) {
+        auto tail = log(m);
+        stop_all();
+        throw std::runtime_error("etcd member " + m.name + " was not healthy in time; its log:\n" + tail);
+      }
+      std::this_thread::sleep_for(pause);  // readiness shows only by asking
+    }
+  }
+}
+
+void etcd_process::launch(const member& m, const std::string& initial_cluster, pid_t* pid) const {
+  std::vector<std::string> args{binary_,
                                 "--name",
-                                "load",
+                                m.name,
                                 "--data-dir",
-                                (dir_ / "data").string(),
+                                (dir_ / m.name).string(),
                                 "--listen-client-urls",
-                                client,
+                                m.client_url,
                                 "--advertise-client-urls",
-                                client,
+                                m.client_url,
                                 "--listen-peer-urls",
-                                peer,
+                                m.peer_url,
                                 "--initial-advertise-peer-urls",
-                                peer,
+                                m.peer_url,
                                 "--initial-cluster",
-                                "load=" + peer,
+                                initial_cluster,
                                 "--heartbeat-interval",
                                 "25",
                                 "--election-timeout",
@@ -76,11 +117,11 @@ etcd_process::etcd_process(std::chrono::milliseconds start_timeout) {
   std::vector<char*> argv;
   for (auto& a : args) argv.push_back(a.data());
   argv.push_back(nullptr);
-  const auto log_path = (dir_ / "etcd.log").string();
+  const auto log_path = (dir_ / (m.name + ".log")).string();
   const pid_t parent = getpid();
-  pid_ = fork();
-  if (pid_ < 0) throw std::runtime_error("fork: " + std::string(std::strerror(errno)));
-  if (pid_ == 0) {
+  *pid = fork();
+  if (*pid < 0) throw std::runtime_error("fork: " + std::string(std::strerror(errno)));
+  if (*pid == 0) {
     prctl(PR_SET_PDEATHSIG, SIGKILL);
     if (getppid() != parent) _exit(127);
     const int fd = open(log_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
@@ -89,50 +130,28 @@ etcd_process::etcd_process(std::chrono::milliseconds start_timeout) {
       dup2(fd, STDERR_FILENO);
     }
     close_range(3, ~0U, 0);
-    execv(binary.c_str(), argv.data());
+    execv(binary_.c_str(), argv.data());
     _exit(127);
-  }
-  const auto deadline = std::chrono::steady_clock::now() + start_timeout;
-  const client::endpoint ep{"127.0.0.1",
-                            static_cast<std::uint16_t>(std::stoi(client.substr(client.rfind(':') + 1)))};
-  for (auto pause = std::chrono::milliseconds(10);;
-       pause = std::min(pause * 2, std::chrono::milliseconds(200))) {
-    try {
-      auto r = client::request(ep, "GET", "/health", {}, {}, std::chrono::milliseconds(500));
-      if (r.status == 200 && r.body.find("\"true\"") != std::string::npos) return;
-    } catch (const std::exception&) {
-      // not listening yet
-    }
-    int status = 0;
-    if (waitpid(pid_, &status, WNOHANG) == pid_) {
-      pid_ = -1;
-      throw std::runtime_error("etcd (" + binary + ") exited at start; its log:\n" + log());
-    }
-    if (std::chrono::steady_clock::now() >= deadline) {
-      auto tail = log();
-      kill(pid_, SIGKILL);
-      waitpid(pid_, nullptr, 0);
-      pid_ = -1;
-      std::error_code ec;
-      std::filesystem::remove_all(dir_, ec);
-      throw std::runtime_error("etcd was not healthy in time; its log:\n" + tail);
-    }
-    std::this_thread::sleep_for(pause);  // readiness shows only by asking
   }
 }
 
-etcd_process::~etcd_process() {
-  if (pid_ > 0) {
-    kill(pid_, SIGKILL);
-    waitpid(pid_, nullptr, 0);
-    pid_ = -1;
+void etcd_process::stop_all() {
+  for (auto& m : members_) {
+    if (m.pid <= 0) continue;
+    kill(m.pid, SIGKILL);
+    waitpid(m.pid, nullptr, 0);
+    m.pid = -1;
   }
   std::error_code ec;
   if (!dir_.empty()) std::filesystem::remove_all(dir_, ec);
 }
 
-std::string etcd_process::log() const {
-  std::ifstream in(dir_ / "etcd.log");
+etcd_process::~etcd_process() {
+  stop_all();
+}
+
+std::string etcd_process::log(const member& m) const {
+  std::ifstream in(dir_ / (m.name + ".log"));
   std::stringstream ss;
   ss << in.rdbuf();
   return ss.str();

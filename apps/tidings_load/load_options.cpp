@@ -12,8 +12,8 @@ const char* const load_usage =
     "usage: tidings-load (--server HOST:PORT [--pid PID] | --tidingsd PATH [--node-arg ARG]...\n"
     "                     | --servers HOST:PORT,HOST:PORT,...)\n"
     "                    [--target tidings|nchan]\n"
-    "                    [--scenario fanout|many-streams|resume|restart|idle|cluster|publish]\n"
-    "                    [--nodes N] [--publish-node K]\n"
+    "                    [--scenario fanout|many-streams|resume|restart|idle|cluster|publish|failover]\n"
+    "                    [--nodes N] [--publish-node K] [--etcd-members 1|3] [--rounds N]\n"
     "                    [--sessions N] [--events N] [--streams C] [--batch B] [--rate R]\n"
     "                    [--streams-per-session M]\n"
     "                    [--payload-bytes N] [--publishers K] [--stream NAME]\n"
@@ -40,6 +40,16 @@ const char* const load_usage =
     "  the stream's owner and its relay feeds (one per other node with sessions).\n"
     "  --tidingsd PATH --nodes M (3): starts M nodes on loopback, node 1 the seed of the others,\n"
     "  and waits until node 1 lists them all alive; --servers: a running cluster's nodes.\n"
+    "  --etcd-members 1|3: the etcd tidings-load starts for them (1). --owner-node J (with\n"
+    "  --tidingsd, no --token): the stream is named NAME-k for the first k that placement\n"
+    "  puts on node J, so that publishes are (J = K) or are not forwarded whatever ids the\n"
+    "  nodes drew (the run fails if node J is not the owner).\n"
+    "failover (with --tidingsd): N rounds (--rounds, 5), each a fresh cluster of M nodes (3,\n"
+    "  an etcd of --etcd-members): a stream's owner is killed (SIGKILL) while K publishers (4)\n"
+    "  send R events/s (--rate, 200) through the other nodes, retrying with Idempotency-Keys;\n"
+    "  prints the time from the kill to the first acknowledged write, in member leases, and\n"
+    "  reads the stream back through every survivor: every acknowledged event once, under\n"
+    "  the cursor it was acknowledged with.\n"
     "publish: the durable publish path alone, no sessions: K publishers (64) send E events\n"
     "  (100000), B per request, over C streams (--streams, 1); prints events and requests\n"
     "  acknowledged per second, ack latency and CPU per event. Against tidings every stream\n"
@@ -86,12 +96,28 @@ client::endpoint loopback_endpoint(const std::string& flag, const std::string& t
   return ep;
 }
 
+// The stream name and the token, as every scenario sends them.
+void check_names(const load_options& out) {
+  // Both ends put the name in a URL path unescaped; this keeps it one segment.
+  const bool plain = !out.stream.empty() && out.stream.size() <= 128 &&
+                     std::all_of(out.stream.begin(), out.stream.end(), [](unsigned char c) {
+                       return std::islower(c) || std::isdigit(c) || c == '_' || c == '-' || c == '.';
+                     });
+  if (!plain) throw usage_error("--stream wants 1..128 of [a-z0-9_.-], got '" + out.stream + "'");
+  const bool token_ok =
+      std::all_of(out.token.begin(), out.token.end(), [](unsigned char c) { return c > 32 && c < 127; });
+  if (!token_ok) throw usage_error("--token must be printable ASCII without spaces");
+}
+
 }  // namespace
 
 load_options parse_load_options(const std::vector<std::string>& args) {
   load_options out;
   bool events_given = false;
   bool publishers_given = false;
+  bool etcd_given = false;
+  bool rounds_given = false;
+  bool rate_given = false;
   for (std::size_t i = 0; i < args.size(); ++i) {
     const std::string& arg = args[i];
     auto value = [&]() -> std::string {
@@ -113,6 +139,15 @@ load_options parse_load_options(const std::vector<std::string>& args) {
       }
     } else if (arg == "--nodes") {
       out.nodes = number(arg, value(), 1);
+    } else if (arg == "--etcd-members") {
+      out.etcd_members = number(arg, value(), 1);
+      if (out.etcd_members != 1 && out.etcd_members != 3) throw usage_error("--etcd-members is 1 or 3");
+      etcd_given = true;
+    } else if (arg == "--rounds") {
+      out.rounds = number(arg, value(), 1);
+      rounds_given = true;
+    } else if (arg == "--owner-node") {
+      out.owner_node = number(arg, value(), 1);
     } else if (arg == "--publish-node") {
       out.publish_node = number(arg, value(), 1);
     } else if (arg == "--tidingsd") {
@@ -135,9 +170,12 @@ load_options parse_load_options(const std::vector<std::string>& args) {
         out.kind = scenario::cluster;
       } else if (v == "publish") {
         out.kind = scenario::publish;
+      } else if (v == "failover") {
+        out.kind = scenario::failover;
       } else {
         throw usage_error(
-            "--scenario is fanout, many-streams, resume, restart, idle, cluster or publish, got '" + v + "'");
+            "--scenario is fanout, many-streams, resume, restart, idle, cluster, publish or failover, got '" +
+            v + "'");
       }
     } else if (arg == "--target") {
       const auto v = value();
@@ -162,6 +200,7 @@ load_options parse_load_options(const std::vector<std::string>& args) {
       if (out.batch > 1000) throw usage_error("--batch is at most 1000 (a publish's limit)");
     } else if (arg == "--rate") {
       out.rate = static_cast<double>(number(arg, value(), 1));
+      rate_given = true;
     } else if (arg == "--payload-bytes") {
       out.payload_bytes = number(arg, value(), 0);
     } else if (arg == "--publishers") {
@@ -189,7 +228,28 @@ load_options parse_load_options(const std::vector<std::string>& args) {
       throw usage_error("unknown argument " + arg);
     }
   }
+  if (out.kind == scenario::failover) {
+    if (out.tidingsd.empty() || out.server || !out.servers.empty())
+      throw usage_error(
+          "--scenario failover needs --tidingsd (it starts its clusters and kills their nodes)");
+    if (out.nodes == 0) out.nodes = 3;
+    if (out.nodes < 3)
+      throw usage_error(
+          "--scenario failover needs --nodes 3 or more (a survivor to lead, another to follow)");
+    if (!publishers_given) out.publishers = 4;
+    if (!rate_given) out.rate = 200;
+    if (out.sessions || events_given || out.batch > 1 || out.publish_node != 1 || out.owner_node ||
+        out.peer != target::tidings || !out.report_path.empty())
+      throw usage_error(
+          "--scenario failover takes --nodes, --etcd-members, --rounds, --publishers, --rate, --stream, "
+          "--token and --node-arg");
+    check_names(out);
+    return out;
+  }
+  if (rounds_given) throw usage_error("--rounds goes with --scenario failover");
   const bool cluster = out.kind == scenario::cluster;
+  if (etcd_given && !(cluster && !out.tidingsd.empty()))
+    throw usage_error("--etcd-members goes with --tidingsd and --scenario cluster or failover");
   if (int(out.server.has_value()) + int(!out.servers.empty()) + int(!out.tidingsd.empty()) != 1) {
     throw usage_error(cluster ? "give exactly one of --servers and --tidingsd"
                               : "give exactly one of --server and --tidingsd");
@@ -203,27 +263,24 @@ load_options parse_load_options(const std::vector<std::string>& args) {
     if (out.nodes == 0) out.nodes = 3;
     if (out.publish_node > out.nodes)
       throw usage_error("--publish-node is at most the number of nodes (" + std::to_string(out.nodes) + ")");
-  } else if (!out.servers.empty() || out.nodes || out.publish_node != 1) {
-    throw usage_error("--servers, --nodes and --publish-node go with --scenario cluster");
+    if (out.owner_node > out.nodes)
+      throw usage_error("--owner-node is at most the number of nodes (" + std::to_string(out.nodes) + ")");
+    if (out.owner_node && (out.tidingsd.empty() || !out.token.empty()))
+      throw usage_error(
+          "--owner-node goes with --tidingsd and no --token (placement is computed for the default tenant)");
+  } else if (!out.servers.empty() || out.nodes || out.publish_node != 1 || out.owner_node) {
+    throw usage_error("--servers, --nodes, --publish-node and --owner-node go with --scenario cluster");
   }
   if (out.pid && !out.server) throw usage_error("--pid goes with --server");
+  check_names(out);
   if (out.peer == target::nchan && !out.server) {
     throw usage_error("--target nchan needs --server (tidings-load does not start nginx)");
   }
-  // Both ends put the name in a URL path unescaped; this keeps it one segment.
-  const bool plain = !out.stream.empty() && out.stream.size() <= 128 &&
-                     std::all_of(out.stream.begin(), out.stream.end(), [](unsigned char c) {
-                       return std::islower(c) || std::isdigit(c) || c == '_' || c == '-' || c == '.';
-                     });
-  if (!plain) throw usage_error("--stream wants 1..128 of [a-z0-9_.-], got '" + out.stream + "'");
   if (!out.uri.empty() && (out.kind != scenario::idle || out.peer != target::tidings)) {
     throw usage_error("--uri goes with --scenario idle against tidings");
   }
   if (out.hold_s && out.kind != scenario::idle) throw usage_error("--hold-s goes with --scenario idle");
   if (out.hold_events && !out.hold_s) throw usage_error("--hold-events goes with --hold-s");
-  const bool token_ok =
-      std::all_of(out.token.begin(), out.token.end(), [](unsigned char c) { return c > 32 && c < 127; });
-  if (!token_ok) throw usage_error("--token must be printable ASCII without spaces");
   const bool many = out.kind == scenario::many_streams;
   const bool publish = out.kind == scenario::publish;
   if (out.streams == 0) out.streams = many ? 1000 : 1;

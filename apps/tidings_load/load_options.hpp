@@ -19,7 +19,7 @@ class usage_error : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
-enum class scenario { fanout, many_streams, resume, restart, idle, cluster, publish };
+enum class scenario { fanout, many_streams, resume, restart, idle, cluster, publish, failover };
 
 // What is being measured: a Tidings node, or nginx with the nchan module as
 // the peer it is compared with.
@@ -32,6 +32,10 @@ struct load_options {
   std::vector<std::string> node_args;      // extra flags for the spawned node (every node of a cluster)
   std::size_t nodes = 0;                   // cluster: how many nodes (0: 3, or one per --servers entry)
   std::size_t publish_node = 1;            // cluster: 1-based, the node every publish goes to
+  std::size_t owner_node = 0;              // cluster with --tidingsd: 1-based, the node --stream is placed on
+                                           // (a name NAME-k it owns is picked); 0: NAME as given
+  std::size_t etcd_members = 1;            // cluster, failover with --tidingsd: the etcd it starts (1 or 3)
+  std::size_t rounds = 5;                  // failover: clusters started, one owner killed in each
   scenario kind = scenario::fanout;
   target peer = target::tidings;
   std::size_t sessions = 0;  // 0: the scenario's default

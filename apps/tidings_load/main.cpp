@@ -30,6 +30,8 @@ int main(int argc, char** argv) {
     return 0;
   }
 
+  if (opts.kind == scenario::failover) return run_failover(opts);
+
   // Every session is a descriptor here and in the node (which inherits this limit).
   const long files = raise_open_files_limit();
   const std::size_t needed = opts.sessions + opts.publishers + 64;
@@ -53,9 +55,11 @@ int main(int argc, char** argv) {
       auto nodes = opts.servers;
       if (!opts.tidingsd.empty()) {
         cluster = std::make_unique<cluster_nodes>(opts.tidingsd, opts.nodes, opts.node_args, opts.token,
-                                                  std::chrono::seconds(20), std::chrono::seconds(30));
+                                                  std::chrono::seconds(20), std::chrono::seconds(30),
+                                                  opts.etcd_members);
         nodes = cluster->endpoints();
         pids = cluster->pids();
+        if (opts.owner_node) opts.stream = cluster->stream_owned_by(opts.owner_node - 1, opts.stream + "-");
         for (std::size_t i = 0; i < cluster->size(); ++i)
           std::cerr << "tidings-load: started node " << i + 1 << " (" << cluster->node(i).node_id()
                     << ") pid " << cluster->node(i).pid() << " on port " << cluster->node(i).port()
