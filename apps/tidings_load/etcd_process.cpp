@@ -60,7 +60,12 @@ etcd_process::etcd_process(std::size_t members, std::chrono::milliseconds start_
     members_.push_back(std::move(m));
   }
   // Members of a new cluster wait for each other: all start before any is asked.
-  for (auto& m : members_) launch(m, initial_cluster, &m.pid);
+  try {
+    for (auto& m : members_) launch(m, initial_cluster, &m.pid);
+  } catch (const std::exception&) {
+    stop_all();  // the destructor does not run for a constructor that throws
+    throw;
+  }
   const auto deadline = std::chrono::steady_clock::now() + start_timeout;
   for (auto& m : members_) {
     const auto& url = m.client_url;

@@ -31,7 +31,6 @@ class etcd_process {
 
   // "http://127.0.0.1:PORT,...", what `tidingsd --etcd` takes.
   const std::string& endpoints() const { return endpoints_; }
-  std::size_t size() const { return members_.size(); }
 
  private:
   struct member {

@@ -26,6 +26,7 @@
 #include <nlohmann/json.hpp>
 
 #include "apps/tidings_load/cluster_nodes.hpp"
+#include "apps/tidings_load/history_reader.hpp"
 #include "apps/tidings_load/scenario_context.hpp"
 #include "client/http_client.hpp"
 
@@ -42,7 +43,6 @@ constexpr auto retry_pause = milliseconds(20);
 constexpr auto warmup = milliseconds(1000);
 constexpr auto after_failover = milliseconds(1000);
 constexpr auto failover_limit = std::chrono::seconds(30);
-constexpr std::size_t history_page = 1000;
 
 struct acked {
   std::string key;
@@ -123,35 +123,6 @@ std::optional<std::size_t> await_owner_in_sync(cluster_nodes& cluster, const std
   return std::nullopt;
 }
 
-// Every event of the stream through `node`: cursor -> the key in its data.
-std::optional<std::vector<std::pair<std::string, std::string>>> read_stream(const client::endpoint& node,
-                                                                            const std::string& stream,
-                                                                            const std::string& token,
-                                                                            std::string* why) {
-  std::vector<std::pair<std::string, std::string>> out;
-  std::string since;
-  for (;;) {
-    auto target = "/v1/streams/" + stream + "/events?limit=" + std::to_string(history_page);
-    if (!since.empty()) target += "&since=" + client::url_encode(since);
-    client::http_response r;
-    try {
-      r = client::request(node, "GET", target, {}, headers_for(token), milliseconds(5000));
-    } catch (const client::transport_error& e) {
-      *why = e.what();
-      return std::nullopt;
-    }
-    auto page = json::parse(r.body, nullptr, false);
-    if (r.status != 200 || !page.contains("events")) {
-      *why = "GET " + target + " answered " + std::to_string(r.status) + " " + r.body;
-      return std::nullopt;
-    }
-    for (const auto& e : page["events"])
-      out.emplace_back(e.value("cursor", ""), e.value("data", json::object()).value("key", ""));
-    if (page["events"].empty() || page.value("next", "") == page.value("head", "")) return out;
-    since = page.value("next", "");
-  }
-}
-
 // Compares what every survivor reads with what was acknowledged.
 void check(cluster_nodes& cluster, std::size_t owner, const std::string& stream, const std::string& token,
            const std::vector<acked>& acks, round_result& out) {
@@ -159,14 +130,20 @@ void check(cluster_nodes& cluster, std::size_t owner, const std::string& stream,
   for (const auto& a : acks) cursor_of[a.key] = a.cursor;
   for (std::size_t i = 0; i < cluster.size(); ++i) {
     if (i == owner) continue;
-    std::string why;
-    auto events = read_stream(cluster.endpoints()[i], stream, token, &why);
-    if (!events) {
-      out.error = "node " + std::to_string(i + 1) + " could not be read: " + why;
+    // The history API serves the stream's current epoch: every event read
+    // is under it.
+    std::vector<std::pair<std::string, std::string>> events;  // cursor, the key in its data
+    try {
+      stream_reader reader(cluster.endpoints()[i], token);
+      const auto epoch = reader.head(stream).epoch;
+      for (const auto& [seq, data] : reader.events_after(stream, 0))
+        events.emplace_back(epoch + ":" + std::to_string(seq), data.is_object() ? data.value("key", "") : "");
+    } catch (const std::exception& e) {
+      out.error = "node " + std::to_string(i + 1) + " could not be read: " + e.what();
       return;
     }
     std::map<std::string, std::vector<std::string>> seen;  // key -> cursors it was read under
-    for (const auto& [cursor, key] : *events) seen[key].push_back(cursor);
+    for (const auto& [cursor, key] : events) seen[key].push_back(cursor);
     for (const auto& [key, cursor] : cursor_of) {
       auto it = seen.find(key);
       if (it == seen.end() || std::find(it->second.begin(), it->second.end(), cursor) == it->second.end())

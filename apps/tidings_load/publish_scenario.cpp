@@ -10,7 +10,6 @@
 // every publisher's in the order it sent them, under contiguous cursors.
 // nchan keeps no log to read back; its run checks acknowledgements only.
 
-#include <charconv>
 #include <cstdio>
 #include <iostream>
 #include <optional>
@@ -20,6 +19,7 @@
 #include <boost/asio/steady_timer.hpp>
 #include <nlohmann/json.hpp>
 
+#include "apps/tidings_load/history_reader.hpp"
 #include "apps/tidings_load/latency_histogram.hpp"
 #include "apps/tidings_load/proc_stats.hpp"
 #include "apps/tidings_load/publisher_group.hpp"
@@ -34,72 +34,6 @@ namespace {
 
 namespace net = boost::asio;
 using json = nlohmann::json;
-
-constexpr std::size_t history_page = 1000;  // the history API's largest page
-
-// A stream's position: its epoch (hex, as the node writes it) and head seq.
-struct stream_head {
-  std::string epoch;  // empty: the stream does not exist
-  std::uint64_t seq = 0;
-};
-
-std::optional<std::pair<std::string, std::uint64_t>> split_cursor(const std::string& cursor) {
-  const auto colon = cursor.rfind(':');
-  if (colon == std::string::npos) return std::nullopt;
-  std::uint64_t seq = 0;
-  const auto* end = cursor.data() + cursor.size();
-  if (std::from_chars(cursor.data() + colon + 1, end, seq).ptr != end) return std::nullopt;
-  return std::make_pair(cursor.substr(0, colon), seq);
-}
-
-// Reads back what the node stored for one stream of the run.
-class stream_reader {
- public:
-  stream_reader(const net::ip::tcp::endpoint& server, const std::string& token)
-      : conn_({server.address().to_string(), server.port()}) {
-    if (!token.empty()) headers_.emplace_back("Authorization", "Bearer " + token);
-  }
-
-  // Throws std::runtime_error when the node does not answer as documented.
-  stream_head head(const std::string& stream) {
-    auto r = conn_.request("GET", "/v1/streams/" + stream, {}, headers_);
-    if (r.status == 404) return {};
-    if (r.status != 200)
-      throw std::runtime_error("GET /v1/streams/" + stream + ": " + std::to_string(r.status));
-    const auto body = json::parse(r.body);
-    const auto cursor = split_cursor(body.at("head").get<std::string>());
-    if (!cursor) throw std::runtime_error("GET /v1/streams/" + stream + ": a head that is no cursor");
-    return {cursor->first, cursor->second};
-  }
-
-  // Every retained event after seq `after`, page by page, as (seq, data).
-  // Read from the first retained, so a position trimmed meanwhile is no
-  // error.
-  std::vector<std::pair<std::uint64_t, json>> events_after(const std::string& stream, std::uint64_t after) {
-    std::vector<std::pair<std::uint64_t, json>> out;
-    std::string since;
-    for (;;) {
-      std::string target = "/v1/streams/" + stream + "/events?limit=" + std::to_string(history_page);
-      if (!since.empty()) target += "&since=" + client::url_encode(since);
-      auto r = conn_.request("GET", target, {}, headers_);
-      if (r.status != 200)
-        throw std::runtime_error("GET " + target + ": " + std::to_string(r.status) + " " + r.body);
-      const auto body = json::parse(r.body);
-      const auto& events = body.at("events");
-      for (const auto& ev : events) {
-        const auto cursor = split_cursor(ev.at("cursor").get<std::string>());
-        if (!cursor) throw std::runtime_error("an event whose cursor is no cursor");
-        if (cursor->second > after) out.emplace_back(cursor->second, ev.at("data"));
-      }
-      if (events.empty() || !body.contains("next") || body.at("next").is_null()) return out;
-      since = body.at("next").get<std::string>();
-    }
-  }
-
- private:
-  client::http_connection conn_;
-  client::header_list headers_;
-};
 
 class publish_run {
  public:
@@ -119,7 +53,7 @@ class publish_run {
     const bool tidings = o.peer == target::tidings;
     try {
       if (tidings) {
-        stream_reader reader(ctx_.server, o.token);
+        stream_reader reader({ctx_.server.address().to_string(), ctx_.server.port()}, o.token);
         for (std::size_t k = 0; k < streams_; ++k) heads_before_.push_back(reader.head(stream_name(o, k)));
       }
     } catch (const std::exception& e) {
@@ -168,7 +102,7 @@ class publish_run {
   // ones; otherwise a line on what was checked.
   std::string verify_stored() {
     const auto& o = ctx_.opts;
-    stream_reader reader(ctx_.server, o.token);
+    stream_reader reader({ctx_.server.address().to_string(), ctx_.server.port()}, o.token);
     std::size_t read_back = 0;
     for (std::size_t k = 0; k < streams_; ++k) {
       const auto name = stream_name(o, k);
