@@ -417,11 +417,24 @@ void on_fetch(self_ptr self, const fetch_request_ptr& req, bool rechecked = fals
   send(last == st.committed_head ? fetch_status::caught_up : fetch_status::page);
 }
 
+// A hub whose stream does not exist holds a place among the registry's
+// unknown streams: once nobody waits on it (and nothing is under way) the
+// registry drops it, so sessions on made-up names cannot use the places up.
+void release_if_idle(self_ptr self) {
+  auto& st = self->state;
+  if (st.meta || st.moved || st.fenced || st.awaiting || !st.cfg.registry || !st.sinks.empty() ||
+      !st.pending.empty() || !st.held_publishes.empty() || !st.held_fetches.empty() ||
+      !st.held_ahead.empty() || !st.held_unwritable.empty())
+    return;
+  st.cfg.registry->release_idle(st.cfg.stream, self->address());
+}
+
 void on_unsub(self_ptr self, const fanout_sink_ptr& sink) {
   auto& sinks = self->state.sinks;
   auto it = sinks.find(sink.get());
   if (it == sinks.end()) return;
   if (--it->second.second == 0) sinks.erase(it);
+  if (sinks.empty()) release_if_idle(self);
 }
 
 // Replication: the hub's term begins with the log it has now. The term goes
@@ -743,6 +756,7 @@ hub_actor::behavior_type hub(hub_actor::stateful_pointer<hub_state> self, hub_co
       self->attach_functor([r = *st.replicator] { caf::anon_send_exit(r, caf::exit_reason::user_shutdown); });
   }
   if (!st.awaiting) activate(self);
+  if (!st.meta) self->delayed_send(self, st.cfg.unknown_grace, idle_atom::value);
   return {
       [self](publish_atom, const publish_request_ptr& req) { on_publish(self, req); },
       [self](fetch_atom, const fetch_request_ptr& req) { on_fetch(self, req); },
@@ -786,6 +800,13 @@ hub_actor::behavior_type hub(hub_actor::stateful_pointer<hub_state> self, hub_co
         on_check_term(self, term, member);
       },
       [self](stall_atom) { on_stall(self); },
+      [self](idle_atom) {
+        auto& st = self->state;
+        // Still handing over: ask again once that settled.
+        if (st.awaiting && !st.moved)
+          return void(self->delayed_send(self, st.cfg.unknown_grace, idle_atom::value));
+        release_if_idle(self);
+      },
       [self](quiesce_atom) -> caf::result<bool> {
         auto& st = self->state;
         if (st.pending.empty() && !st.awaiting) return true;

@@ -63,6 +63,10 @@ struct hub_config {
   std::function<std::optional<replicator_actor>(hub_actor)> replicator;
   std::string node_id;
   std::chrono::milliseconds replication_timeout{5000};
+  // How long the hub of a stream that does not exist waits for a first
+  // subscriber (one admitted whose session then failed never comes) before
+  // the registry releases it; the last subscriber leaving releases it at once.
+  std::chrono::milliseconds unknown_grace{5000};
 };
 
 struct hub_state {

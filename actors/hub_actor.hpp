@@ -19,6 +19,7 @@ using adopt_atom = caf::atom_constant<caf::atom("adopt")>;
 using adopted_atom = caf::atom_constant<caf::atom("adopted")>;
 using quiesce_atom = caf::atom_constant<caf::atom("quiesce")>;
 using stall_atom = caf::atom_constant<caf::atom("stall")>;
+using idle_atom = caf::atom_constant<caf::atom("idle")>;
 
 using hub_actor = caf::typed_actor<
     // Assign seqs, persist through the group committer, reply when durable.
@@ -61,7 +62,10 @@ using hub_actor = caf::typed_actor<
     caf::reacts_to<check_term_atom, std::uint64_t, std::string>,
     // Writes that waited too long for their followers: their publishers are
     // told to retry (the writes stay, and complete if confirmed later).
-    caf::reacts_to<stall_atom>>;
+    caf::reacts_to<stall_atom>,
+    // Nobody waits on this hub's stream, which does not exist: the registry
+    // drops it and frees its place among the unknown streams.
+    caf::reacts_to<idle_atom>>;
 
 }  // namespace tidings::actors
 

@@ -62,18 +62,48 @@ hub_actor hub_registry::get_locked(const stream_key& key) {
   return spawn_locked(key, false);
 }
 
-bool hub_registry::admit_subscriber(const stream_key& key) {
+hub_registry::admission hub_registry::admit_subscriber(const stream_key& key, std::size_t tenant_limit) {
   std::lock_guard lock(mutex_);
-  if (hubs_.contains(key)) return true;
+  if (hubs_.contains(key)) return admission::admitted;
   if (auto* r = router(); r && !pinned_locked(key) && !r->owner(key).empty()) {
     get_locked(key);  // a relay: the owner decides what the stream is
-    return true;
+    return admission::admitted;
   }
   std::optional<persistence::stream_meta> meta;
-  if (auto s = store_.get_stream(key.tenant, key.name, &meta); !s.ok()) return false;
-  if (!meta && unknown_ >= defaults_.max_unknown_streams) return false;
+  if (auto s = store_.get_stream(key.tenant, key.name, &meta); !s.ok()) return admission::store_failed;
+  if (!meta) {
+    if (unknown_ >= defaults_.max_unknown_streams) return admission::node_full;
+    auto held = unknown_by_tenant_.find(key.tenant);
+    if ((held == unknown_by_tenant_.end() ? 0 : held->second) >= tenant_limit) return admission::tenant_full;
+  }
   spawn_locked(key, !meta);
-  return true;
+  return admission::admitted;
+}
+
+void hub_registry::release_idle(const stream_key& key, const caf::actor_addr& hub) {
+  std::lock_guard lock(mutex_);
+  auto it = hubs_.find(key);
+  if (it == hubs_.end() || it->second.actor.address() != hub || !it->second.owner.empty() ||
+      pinned_locked(key))
+    return;
+  drop_locked(it, false);
+}
+
+std::size_t hub_registry::unknown_count() const {
+  std::lock_guard lock(mutex_);
+  return unknown_;
+}
+
+std::size_t hub_registry::unknown_count(const std::string& tenant) const {
+  std::lock_guard lock(mutex_);
+  auto it = unknown_by_tenant_.find(tenant);
+  return it == unknown_by_tenant_.end() ? 0 : it->second;
+}
+
+void hub_registry::uncount_locked(const std::string& tenant) {
+  --unknown_;
+  if (auto it = unknown_by_tenant_.find(tenant); it != unknown_by_tenant_.end() && --it->second == 0)
+    unknown_by_tenant_.erase(it);
 }
 
 void hub_registry::reroute() {
@@ -101,13 +131,13 @@ void hub_registry::renew_relays(const std::string& owner) {
   }
 }
 
-void hub_registry::drop_locked(std::map<stream_key, entry>::iterator it) {
+void hub_registry::drop_locked(std::map<stream_key, entry>::iterator it, bool moving) {
   caf::anon_send(it->second.actor, moved_atom::value);
   if (retired_.size() >= 1024)
     std::erase_if(retired_, [](const caf::actor_addr& a) { return !caf::actor_cast<caf::actor>(a); });
   retired_.push_back(it->second.actor.address());
-  if (it->second.owner.empty()) moved_[it->first] = it->second.actor;
-  if (it->second.unknown && it->second.unknown->exchange(false)) --unknown_;
+  if (it->second.owner.empty() && moving) moved_[it->first] = it->second.actor;
+  if (it->second.unknown && it->second.unknown->exchange(false)) uncount_locked(it->first.tenant);
   hubs_.erase(it);
 }
 
@@ -130,10 +160,11 @@ hub_actor hub_registry::spawn_locked(const stream_key& key, bool unknown) {
   std::shared_ptr<std::atomic<bool>> counted;
   if (unknown) {
     ++unknown_;
+    ++unknown_by_tenant_[key.tenant];
     counted = std::make_shared<std::atomic<bool>>(true);
-    cfg.on_created = [this, counted] {
+    cfg.on_created = [this, counted, tenant = key.tenant] {
       std::lock_guard lock(mutex_);
-      if (counted->exchange(false)) --unknown_;
+      if (counted->exchange(false)) uncount_locked(tenant);
     };
   }
   // Publishable streams only: a watch's notices or a source's events are

@@ -58,9 +58,18 @@ class hub_registry {
   // hub that pulls the log from there.
   void replace(const stream_key& key, const hub_actor& stale, const std::string& member);
 
-  // For a subscriber: makes sure the stream's hub exists. False when the
-  // stream does not exist yet and max_unknown_streams such hubs are held.
-  bool admit_subscriber(const stream_key& key);
+  // For a subscriber: makes sure the stream's hub exists. A stream that does
+  // not exist yet takes one of the node's max_unknown_streams places and one
+  // of its tenant's `tenant_limit`, until it is created or the last
+  // subscriber waiting on it leaves (release_idle).
+  enum class admission { admitted, node_full, tenant_full, store_failed };
+  admission admit_subscriber(const stream_key& key, std::size_t tenant_limit);
+  // The hub `hub` of a stream that does not exist has nobody waiting on it:
+  // it is dropped (if it is still the stream's hub) and its place is free.
+  void release_idle(const stream_key& key, const caf::actor_addr& hub);
+  // Streams waited on that do not exist yet: on the node, of one tenant.
+  std::size_t unknown_count() const;
+  std::size_t unknown_count(const std::string& tenant) const;
 
   // The node's hub and watch metrics (null: not measured).
   probe* metrics() const { return defaults_.metrics; }
@@ -91,8 +100,11 @@ class hub_registry {
     // whoever clears it first (creation or a move) uncounts it.
     std::shared_ptr<std::atomic<bool>> unknown;
   };
-  void drop_locked(std::map<stream_key, entry>::iterator it);
+  // `moving`: the stream is owned elsewhere now, and its log may be handed
+  // over from this hub (moved_hub); not for a hub merely released.
+  void drop_locked(std::map<stream_key, entry>::iterator it, bool moving = true);
   hub_actor spawn_locked(const stream_key& key, bool unknown);
+  void uncount_locked(const std::string& tenant);
   // The right actor for `key` now (a relay or the hub), under the lock.
   hub_actor get_locked(const stream_key& key);
 
@@ -100,6 +112,7 @@ class hub_registry {
   std::atomic<hub_router*> router_{nullptr};
   mutable std::mutex mutex_;
   std::size_t unknown_ = 0;  // hubs whose stream does not exist yet
+  std::map<std::string, std::size_t> unknown_by_tenant_;
   std::map<stream_key, entry> hubs_;
   std::map<stream_key, hub_actor> moved_;
   std::map<stream_key, std::size_t> pins_;

@@ -360,7 +360,8 @@ void on_prepare(self_ptr self, const watch_prepare_request_ptr& req) {
     if (!st.filter) return fail(watch_error_kind::bad_request, "on_event does not compile: " + error);
   }
   stream_key key{spec.id.tenant, st.cfg.uri.stream};
-  if (!st.cfg.hubs->admit_subscriber(key))
+  // The watch count per tenant bounds what watches hold; the node cap applies.
+  if (st.cfg.hubs->admit_subscriber(key, SIZE_MAX) != hub_registry::admission::admitted)
     return fail(watch_error_kind::unavailable, "too many streams that nobody has published to are watched");
   st.hub = st.cfg.hubs->get(key);
 

@@ -59,15 +59,29 @@ api::api(actors::hub_registry& hubs, actors::watch_manager_actor watches, persis
       cfg_(cfg),
       loop_(loop),
       sources_(std::move(sources)),
-      security_(std::move(security)) {}
+      security_(std::move(security)) {
+  site_.loopback_only = names_loopback(cfg.listen_host);
+  site_.hosts = cfg.allowed_hosts;
+  site_.origins = cfg.allowed_origins;
+}
 
 route_result api::handle(const http_request& req, responder respond) {
   std::string_view path = req.path;
   const bool get = req.method == "GET" || req.method == "HEAD";
+  // Before anything, webhooks and the live view included: a page that
+  // reached a loopback node by its own DNS name (rebinding) gets nothing.
+  if (auto why = host_refusal(req, site_)) return {error_response(403, *why), {}};
   // Open routes: liveness, and webhooks, whose URL token is their credential.
   if (path == "/healthz") {
     if (!get) return {method_not_allowed("GET"), {}};
     return {http_response{200, "{\"status\":\"ok\"}", "application/json", {}, {}, {}}, {}};
+  }
+  // Open like /healthz: load balancers and kubelet probes send no token,
+  // and the answer says nothing a tenant's data could be read from.
+  if (path == "/readyz") {
+    if (!get) return {method_not_allowed("GET"), {}};
+    if (draining_) return {error_response(503, "draining"), {}};
+    return {http_response{200, "{\"status\":\"ready\"}", "application/json", {}, {}, {}}, {}};
   }
   if (auto token = segment_between(path, "/webhooks/resource-updated/", ""); !token.empty()) {
     if (req.method == "POST") return fire_webhook(std::string(token), req, std::move(respond));
@@ -90,11 +104,30 @@ route_result api::handle(const http_request& req, responder respond) {
     r.headers.emplace_back("WWW-Authenticate", "Bearer realm=\"tidings\", error=\"invalid_token\"");
     return {std::move(r), {}};
   }
-  const auto& who = admitted.auth;
+  return route_checked(req, admitted.auth, std::move(respond));
+}
+
+route_result api::route_checked(const http_request& req, const caller& who, responder respond) {
+  // A form or fetch from another site (another port of this host counts)
+  // must not change state here, with a token from a cookie or none at all.
+  if (cross_site_without_origin(req))
+    return {forbidden(who, req,
+                      "a request from another site may not change state here (Sec-Fetch-Site: " +
+                          *req.header("sec-fetch-site") + ", no Origin)"),
+            {}};
   const auto* origin = req.header("origin");
-  if (!origin || who->anonymous || same_origin(req)) return route(req, who, std::move(respond));
-  if (!origin_allowed(who, *origin))
+  if (!origin || same_origin(req)) return route(req, who, std::move(respond));
+  if (who->anonymous) {
+    if (!anonymous_origin_allowed(req, *origin, site_))
+      return {forbidden(who, req,
+                        "origin '" + origin->substr(0, 128) +
+                            "' is not allowed (allowed-origins lists the pages that may call this node)"),
+              {}};
+    // The node's own pages (seen without Sec-Fetch-Site) need no CORS headers.
+    if (auto own = own_origin(req); own && *own == *origin) return route(req, who, std::move(respond));
+  } else if (!origin_allowed(who, *origin)) {
     return {forbidden(who, req, "origin '" + *origin + "' is not allowed"), {}};
+  }
   auto headers = cors_headers(*origin);
   auto result = route(req, who, [respond = std::move(respond), headers](http_response r) {
     add_headers(r, headers);
@@ -173,11 +206,6 @@ route_result api::route(const http_request& req, const caller& who, responder re
     if (!metrics_) return {error_response(503, "metrics are not set up"), {}};
     return {http_response{200, metrics_->scrape(), metrics::content_type, {}, {}, {}}, {}};
   }
-  if (path == "/readyz") {
-    if (!get) return {method_not_allowed("GET"), {}};
-    if (draining_) return {error_response(503, "draining"), {}};
-    return {http_response{200, "{\"status\":\"ready\"}", "application/json", {}, {}, {}}, {}};
-  }
   return {error_response(404, "no such route: " + req.method + " " + req.path), {}};
 }
 
@@ -199,6 +227,7 @@ tenant_limits api::limits_of(const caller& who) const {
     l.watches = cfg_.watches.max_watches_per_tenant;
     l.publish_rate = l.publish_burst = 0;  // 0: no rate limit
     l.max_body_bytes = cfg_.max_body_bytes;
+    l.unknown_streams = SIZE_MAX;  // the node's max-unknown-streams
     return l;
   }
   auto table = security_.auth.tenants();
@@ -218,7 +247,7 @@ http_response api::preflight(const http_request& req) const {
   if (!origin) return error_response(400, "OPTIONS is answered for CORS preflight requests only (no Origin)");
   // No token comes with a preflight: any tenant's origin may ask; the
   // request itself is checked against its own tenant's list.
-  bool known = false;
+  bool known = cfg_.tenants.empty() && anonymous_origin_allowed(req, *origin, site_);
   for (const auto& t : security_.auth.tenants()->tenants)
     known = known ||
             std::find(t.allowed_origins.begin(), t.allowed_origins.end(), *origin) != t.allowed_origins.end();

@@ -16,6 +16,7 @@
 #include "broker/config.hpp"
 #include "broker/http_types.hpp"
 #include "broker/metrics.hpp"
+#include "broker/site_guard.hpp"
 #include "broker/usage_limits.hpp"
 #include "persistence/store.hpp"
 #include "relay/io_shard.hpp"
@@ -167,6 +168,10 @@ class api {
   // CORS preflight (OPTIONS): allowed for any configured tenant's origins.
   http_response preflight(const http_request& req) const;
   bool origin_allowed(const caller& who, const std::string& origin) const;
+  // Checks an Origin (and the browser's Sec-Fetch-Site) before routing:
+  // the tenant's allowed_origins, or without tenants the node's own origin
+  // and the config's allowed-origins; CORS headers on what is allowed.
+  route_result route_checked(const http_request& req, const caller& who, responder respond);
 
   actors::hub_registry& hubs_;
   actors::watch_manager_actor watches_;
@@ -175,6 +180,7 @@ class api {
   sources::source_loop& loop_;
   actors::source_registry_actor sources_;
   api_security security_;
+  site_policy site_;
   std::atomic<bool> draining_{false};
   metrics* metrics_ = nullptr;
   std::atomic<int> admin_in_flight_{0};

@@ -17,6 +17,12 @@ std::string joined(const std::string& tenant, const std::string& value) {
   return tenant + '\0' + value;
 }
 
+// Only where EventSource, which cannot send headers, needs it: a token in
+// a URL ends up in logs and histories, so nowhere else (issue 28).
+bool query_token_allowed(const http_request& req) {
+  return (req.method == "GET" || req.method == "HEAD") && req.path == "/v1/sse";
+}
+
 // Bearer header first, then the query parameter and the cookie that an
 // EventSource (which cannot set headers) has to use.
 std::optional<std::string> token_of(const http_request& req) {
@@ -26,7 +32,7 @@ std::optional<std::string> token_of(const http_request& req) {
       return std::string(v.substr(7));
     return std::string();  // present but not a bearer token: malformed
   }
-  if (auto* q = req.query_one("access_token")) return *q;
+  if (auto* q = req.query_one("access_token"); q && query_token_allowed(req)) return *q;
   if (auto* c = req.header("cookie")) {
     std::string_view v = *c;
     while (!v.empty()) {
@@ -88,6 +94,13 @@ auth_outcome auth_service::authenticate(const http_request& req) const {
   auto token = token_of(req);
   auth_outcome out;
   out.status = 401;
+  if (!token && req.query_one("access_token")) {
+    out.problem = core::token_problem::malformed;
+    out.error =
+        "access_token in the query string is accepted only on GET /v1/sse (for EventSource); send "
+        "Authorization: Bearer TOKEN";
+    return out;
+  }
   if (!token) {
     out.problem = core::token_problem::malformed;
     out.error =

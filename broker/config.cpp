@@ -9,6 +9,8 @@
 #include <string_view>
 #include <thread>
 
+#include "broker/site_guard.hpp"
+
 namespace tidings::broker {
 namespace {
 
@@ -84,6 +86,34 @@ std::vector<std::string> split_list(const std::string& v) {
   return items;
 }
 
+// Origins as browsers send them: scheme://host[:port], no path, lowercased.
+std::optional<std::string> set_allowed_origins(config& c, const std::string& v) {
+  std::vector<std::string> origins;
+  for (const auto& listed : split_list(v)) {
+    auto item = ascii_lower(listed);
+    auto scheme_end = item.find("://");
+    bool ok = (item.starts_with("http://") || item.starts_with("https://")) && item.size() > scheme_end + 3 &&
+              item.find('/', scheme_end + 3) == std::string::npos;
+    if (!ok)
+      return "'" + item + "' is not an origin such as http://localhost:3000 (scheme://host[:port], no path)";
+    origins.push_back(item);
+  }
+  c.allowed_origins = std::move(origins);
+  return std::nullopt;
+}
+
+std::optional<std::string> set_allowed_hosts(config& c, const std::string& v) {
+  std::vector<std::string> hosts;
+  for (const auto& listed : split_list(v)) {
+    auto item = ascii_lower(listed);
+    if (item.find_first_of(":/@ ") != std::string::npos)
+      return "'" + item + "' is not a host name (no port, scheme or path)";
+    hosts.push_back(item);
+  }
+  c.allowed_hosts = std::move(hosts);
+  return std::nullopt;
+}
+
 std::optional<std::string> set_etcd(config& c, const std::string& v) {
   std::vector<std::string> endpoints;
   for (auto& item : split_list(v)) {
@@ -134,6 +164,8 @@ const std::map<std::string, setter>& setters() {
          return std::nullopt;
        }},
       {"etcd", set_etcd},
+      {"allowed-origins", set_allowed_origins},
+      {"allowed-hosts", set_allowed_hosts},
       {"etcd-prefix", set_etcd_prefix},
       {"member-lease-seconds",
        number<std::int64_t>(1, 300, [](config& c, std::int64_t v) { c.member_lease_seconds = v; })},
@@ -165,6 +197,10 @@ const std::map<std::string, setter>& setters() {
       {"heartbeat-ms",
        number<std::int64_t>(
            10, 3'600'000, [](config& c, std::int64_t v) { c.sse.heartbeat = std::chrono::milliseconds(v); })},
+      {"close-deadline-ms", number<std::int64_t>(10, 600'000,
+                                                 [](config& c, std::int64_t v) {
+                                                   c.sse.close_deadline = std::chrono::milliseconds(v);
+                                                 })},
       {"queue-frames",
        number<std::size_t>(2, 1'000'000, [](config& c, std::size_t v) { c.sse.queue_frames = v; })},
       {"queue-bytes",
@@ -364,10 +400,12 @@ std::string usage() {
   return "usage: tidingsd [--config FILE | --check-config FILE] [--listen HOST:PORT]\n"
          "                [--data-dir DIR] [--durability sync|batch|none] [--retention-events N]\n"
          "                [--retention-age-ms MS] [--heartbeat-ms MS] [--queue-frames N]\n"
-         "                [--queue-bytes N] [--ring-events N] [--max-body-bytes N]\n"
+         "                [--queue-bytes N] [--close-deadline-ms MS] [--ring-events N]\n"
+         "                [--max-body-bytes N]\n"
          "                [--max-header-bytes N] [--max-header-count N]\n"
          "                [--idle-timeout-ms MS] [--header-timeout-ms MS]\n"
          "                [--max-connections N] [--max-connections-per-address N]\n"
+         "                [--allowed-origins ORIGIN,...] [--allowed-hosts NAME,...]\n"
          "                [--io-threads N] [--drain-ms MS]\n"
          "                [--coalesce-us US] [--max-unknown-streams N] [--max-watches N]\n"
          "                [--filter-budget-ms MS] [--filter-max-instructions N]\n"

@@ -30,6 +30,11 @@ std::size_t default_io_threads();
 struct config {
   std::string listen_host = "127.0.0.1";
   std::uint16_t listen_port = 8080;
+  // Cross-site requests (broker/site_guard.hpp): origins besides the node's
+  // own that may call it without tenants, and names besides loopback's that
+  // a Host header may give while the node listens on loopback.
+  std::vector<std::string> allowed_origins;
+  std::vector<std::string> allowed_hosts;
   std::string data_dir = "./data";
   persistence::durability durability = persistence::durability::sync;
   core::retention_policy retention;

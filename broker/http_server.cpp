@@ -128,6 +128,7 @@ std::shared_ptr<const std::string> refusal_reply(const std::string& message) {
   http::response<http::string_body> res{http::status::too_many_requests, 11};
   res.set(http::field::server, "tidings");
   res.set(http::field::content_type, r.content_type);
+  res.set("X-Content-Type-Options", "nosniff");
   res.set(http::field::retry_after, "1");
   res.body() = std::move(r.body);
   res.keep_alive(false);
@@ -257,8 +258,17 @@ class http_connection : public std::enable_shared_from_this<http_connection> {
         return reply(error_response(501, "Transfer-Encoding other than chunked is not supported"), false);
     }
     auto target = msg.target();
-    if (!parse_target(std::string_view(target.data(), target.size()), req.path, req.query))
-      return reply(error_response(400, "malformed percent-encoding in the request target"), keep_alive_);
+    switch (parse_target(std::string_view(target.data(), target.size()), req.path, req.query)) {
+      case target_check::ok:
+        break;
+      case target_check::malformed:
+        return reply(error_response(400, "malformed percent-encoding in the request target"), keep_alive_);
+      case target_check::encoded_slash:
+        return reply(error_response(400,
+                                    "the path holds an encoded '/' (%2F), which no route or stream name "
+                                    "has; routes are matched on '/' as written"),
+                     keep_alive_);
+    }
 
     auto result = routes_.handle(req, [self = shared_from_this()](http_response r) {
       net::post(self->stream_.get_executor(), [self, r = std::move(r)]() mutable {
@@ -284,6 +294,8 @@ class http_connection : public std::enable_shared_from_this<http_connection> {
     auto res = std::make_shared<http::response<http::string_body>>(static_cast<http::status>(r.status), 11);
     res->set(http::field::server, "tidings");
     res->set(http::field::content_type, r.content_type);
+    // Never let a browser read a JSON error (which may echo input) as HTML.
+    res->set("X-Content-Type-Options", "nosniff");
     for (auto& [k, v] : r.headers) res->set(k, v);
     res->body() = std::move(r.body);
     res->keep_alive(keep_alive);

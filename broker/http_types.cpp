@@ -1,5 +1,7 @@
 #include "broker/http_types.hpp"
 
+#include <algorithm>
+
 #include "core/hex.hpp"
 #include "core/json_text.hpp"
 
@@ -60,12 +62,16 @@ http_response json_response(unsigned status, const nlohmann::json& body) {
   return r;
 }
 
-bool parse_target(std::string_view target, std::string& path,
-                  std::vector<std::pair<std::string, std::string>>& query) {
+target_check parse_target(std::string_view target, std::string& path,
+                          std::vector<std::pair<std::string, std::string>>& query) {
   auto q = target.find('?');
-  if (!percent_decode(target.substr(0, q), false, path)) return false;
+  if (!percent_decode(target.substr(0, q), false, path)) return target_check::malformed;
+  // The decoded path has more '/' than the raw one: a %2F (or %2f).
+  if (std::count(path.begin(), path.end(), '/') !=
+      std::count(target.begin(), q == std::string_view::npos ? target.end() : target.begin() + q, '/'))
+    return target_check::encoded_slash;
   query.clear();
-  if (q == std::string_view::npos) return true;
+  if (q == std::string_view::npos) return target_check::ok;
   auto rest = target.substr(q + 1);
   while (!rest.empty()) {
     auto amp = rest.find('&');
@@ -74,11 +80,12 @@ bool parse_target(std::string_view target, std::string& path,
     if (part.empty()) continue;
     auto eq = part.find('=');
     std::string k, v;
-    if (!percent_decode(part.substr(0, eq), true, k)) return false;
-    if (eq != std::string_view::npos && !percent_decode(part.substr(eq + 1), true, v)) return false;
+    if (!percent_decode(part.substr(0, eq), true, k)) return target_check::malformed;
+    if (eq != std::string_view::npos && !percent_decode(part.substr(eq + 1), true, v))
+      return target_check::malformed;
     query.emplace_back(std::move(k), std::move(v));
   }
-  return true;
+  return target_check::ok;
 }
 
 }  // namespace tidings::broker

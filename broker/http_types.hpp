@@ -49,9 +49,11 @@ http_response error_response(unsigned status, std::string_view message);
 // The body as compact JSON (invalid UTF-8 replaced) with the given status.
 http_response json_response(unsigned status, const nlohmann::json& body);
 
-// Splits "/a/b?x=1&y=%2F" into a decoded path and query pairs; false when
-// the percent-encoding is malformed.
-bool parse_target(std::string_view target, std::string& path,
-                  std::vector<std::pair<std::string, std::string>>& query);
+// Splits "/a/b?x=1&y=%2F" into a decoded path and query pairs. Refuses
+// malformed percent-encoding, and an encoded '/' in the path: decoded
+// before routing it would move a segment boundary (issue 28).
+enum class target_check { ok, malformed, encoded_slash };
+target_check parse_target(std::string_view target, std::string& path,
+                          std::vector<std::pair<std::string, std::string>>& query);
 
 }  // namespace tidings::broker

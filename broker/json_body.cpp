@@ -9,24 +9,29 @@
 namespace tidings::broker {
 namespace {
 
-// application/json, any +json type, or curl -d's default form type (whose
-// body is still our JSON). Media types are case-insensitive; parameters such
-// as charset are ignored.
+// application/json or any +json type. Never a type an HTML form or a
+// no-preflight fetch can send (form-urlencoded, multipart, text/plain): a
+// page on another site could otherwise post JSON here without asking
+// (issue 28). Media types are case-insensitive; parameters such as charset
+// are ignored.
 bool acceptable_content_type(std::string_view value) {
   auto type = value.substr(0, value.find(';'));
   while (!type.empty() && (type.back() == ' ' || type.back() == '\t')) type.remove_suffix(1);
   while (!type.empty() && (type.front() == ' ' || type.front() == '\t')) type.remove_prefix(1);
   std::string lower(type);
   for (auto& ch : lower) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
-  return lower == "application/json" || lower == "application/x-www-form-urlencoded" ||
-         (lower.starts_with("application/") && lower.ends_with("+json"));
+  return lower == "application/json" || (lower.starts_with("application/") && lower.ends_with("+json"));
 }
 
 }  // namespace
 
 std::optional<http_response> check_json_content_type(const http_request& req) {
-  if (auto* ct = req.header("content-type"); ct && !acceptable_content_type(*ct))
-    return error_response(415, "Content-Type must be application/json");
+  const auto* ct = req.header("content-type");
+  // A body without a type is what a fetch of a Blob sends without a preflight.
+  if (ct ? !acceptable_content_type(*ct) : !req.body.empty())
+    return error_response(415, std::string("Content-Type must be application/json (") +
+                                   (ct ? "got '" + ct->substr(0, 64) + "'" : "none was given") +
+                                   "; with curl: -H 'Content-Type: application/json')");
   return std::nullopt;
 }
 

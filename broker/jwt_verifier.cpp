@@ -177,6 +177,12 @@ verify_result verify_token(std::string_view token, const std::vector<tenant_spec
   if (!tenant_it->is_string() || tenant_it->get_ref<const std::string&>().empty())
     return refuse(token_problem::claims, "claim 'tenant' must be a non-empty string");
   const auto& tenant_id = tenant_it->get_ref<const std::string&>();
+  // libjwt cannot read a date past 64 bits and then fails the signature:
+  // name the claim instead (issue 28).
+  for (const char* name : {"exp", "nbf", "iat"})
+    if (auto it = payload.find(name); it != payload.end() && !core::numeric_date(*it))
+      return refuse(token_problem::claims,
+                    std::string("claim '") + name + "' must be a number of seconds (below 9e15)");
 
   const tenant_spec* tenant = nullptr;
   for (const auto& t : tenants)

@@ -1,10 +1,12 @@
 #include "broker/node.hpp"
 
+#include <atomic>
 #include <caf/all.hpp>
 #include <condition_variable>
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <future>
 #include <mutex>
 #include <random>
@@ -270,7 +272,12 @@ int run_node(const config& cfg) {
         ":" + std::to_string(server.port());
     // POST /admin/v1/drain raises the SIGTERM this thread waits for below
     // (every thread blocks it, so only the sigwait sees it).
-    routes.set_node({node_id, address, started_at_ms}, shards, [] { ::kill(::getpid(), SIGTERM); });
+    // (The flag tells the log line below which it was: the signal is the same.)
+    static std::atomic<bool> drain_from_api{false};
+    routes.set_node({node_id, address, started_at_ms}, shards, [] {
+      drain_from_api = true;
+      ::kill(::getpid(), SIGTERM);
+    });
     std::unique_ptr<cluster_member> cluster;
     if (cfg.cluster_listen) {
       std::string error;
@@ -305,7 +312,10 @@ int run_node(const config& cfg) {
       auto [status, body] = reload();
       audit.record("reload", {{"via", "SIGHUP"}, {"status", status}, {"result", body}});
     }
-    logging::info("node.draining", {{"signal", static_cast<std::int64_t>(sig)}});
+    if (drain_from_api)
+      logging::info("node.draining", {{"via", "POST /admin/v1/drain"}});
+    else
+      logging::info("node.draining", {{"via", "signal"}, {"signal", std::string(::strsignal(sig))}});
 
     routes.set_draining();
     server.stop_accepting();

@@ -78,11 +78,18 @@ route_result api::open_sse(const http_request& req, const caller& who, responder
   if (!slot) return {error_response(429, why), {}};
   out.holds.push_back(std::move(slot));
   for (auto& sel : out.streams) {
-    if (!hubs_.admit_subscriber({out.tenant, sel.stream}))
-      return {error_response(429, "too many watched streams that do not exist yet (limit " +
-                                      std::to_string(cfg_.max_unknown_streams) + "); publish to '" +
-                                      sel.stream + "' first, or retry later"),
-              {}};
+    using admission = actors::hub_registry::admission;
+    auto admitted = hubs_.admit_subscriber({out.tenant, sel.stream}, limits.unknown_streams);
+    if (admitted == admission::admitted) continue;
+    if (admitted == admission::store_failed)
+      return {error_response(503, "reading stream '" + sel.stream + "' failed; retry later"), {}};
+    auto which = admitted == admission::tenant_full
+                     ? "for tenant '" + out.tenant + "' (limits.unknown_streams " +
+                           std::to_string(limits.unknown_streams) + ")"
+                     : "on this node (max-unknown-streams " + std::to_string(cfg_.max_unknown_streams) + ")";
+    return {error_response(429, "too many watched streams that do not exist yet " + which + "; publish to '" +
+                                    sel.stream + "' first, or retry when sessions waiting on others end"),
+            {}};
   }
   if (!uris.empty()) return open_sse_with_sources(std::move(out), std::move(uris), who, std::move(respond));
   guard_session(out, who);

@@ -19,7 +19,8 @@
 //           public_key: |               # SPKI PEM, or public_key_file: PATH
 //             -----BEGIN PUBLIC KEY-----...
 //       limits: {sse_sessions: 1000, sse_sessions_per_subject: 100, streams_per_session: 64,
-//                watches: 5, publish_rate: 1000, publish_burst: 2000, max_body_bytes: 1048576}
+//                watches: 5, publish_rate: 1000, publish_burst: 2000, max_body_bytes: 1048576,
+//                unknown_streams: 1000}
 //       allowed_origins: [https://app.example]
 //       notification_scopes:
 //         - {stream: inbox, scope: subject, field: /data/owner}
@@ -59,6 +60,9 @@ struct tenant_limits {
   double publish_rate = 1000;  // events/s
   double publish_burst = 2000;
   std::size_t max_body_bytes = 1 << 20;
+  // Streams that do not exist yet which this tenant's sessions wait on
+  // (each holds a hub until created or left; the node caps all tenants).
+  std::size_t unknown_streams = 1000;
 };
 
 enum class scope_kind { subject, expression };

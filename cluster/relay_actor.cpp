@@ -350,6 +350,7 @@ relay_actor::behavior_type relay(relay_actor::stateful_pointer<relay_state> self
       [](actors::confirmed_atom, bool) {},
       [](actors::check_term_atom, std::uint64_t, const std::string&) {},
       [](actors::stall_atom) {},
+      [](actors::idle_atom) {},  // relays take no place among unknown streams
       [self](page_atom, const std::string& bytes) { on_page(self, bytes); },
       [self](retry_atom, std::uint64_t attempt) { on_retry(self, attempt); },
   };

@@ -58,17 +58,29 @@ std::optional<std::string> grants(const json& tidings, const char* name, grant_s
   return std::nullopt;
 }
 
+}  // namespace
+
 // NumericDate: seconds, possibly fractional (RFC 7519 4.1.4).
-std::optional<std::int64_t> numeric_date(const json& j) {
-  if (j.is_number_integer()) return j.get<std::int64_t>();
+std::optional<std::int64_t> numeric_date(const nlohmann::json& j) {
+  // Past 9e15 s (285 million years) a date means nothing, and an unsigned
+  // above INT64_MAX would wrap to a date in the past.
+  constexpr std::int64_t limit = 9'000'000'000'000'000;
+  if (j.is_number_unsigned()) {
+    auto v = j.get<std::uint64_t>();
+    if (v < static_cast<std::uint64_t>(limit)) return static_cast<std::int64_t>(v);
+    return std::nullopt;
+  }
+  if (j.is_number_integer()) {
+    auto v = j.get<std::int64_t>();
+    if (v > -limit && v < limit) return v;
+    return std::nullopt;
+  }
   if (j.is_number_float()) {
     double d = j.get<double>();
     if (d > -9e15 && d < 9e15) return static_cast<std::int64_t>(d);
   }
   return std::nullopt;
 }
-
-}  // namespace
 
 std::string_view token_problem_name(token_problem p) {
   switch (p) {
@@ -120,7 +132,8 @@ claims_result map_claims(std::string_view payload_json, std::int64_t now_seconds
   auto exp = j.find("exp");
   if (exp == j.end()) return refuse(token_problem::claims, "token has no 'exp' claim");
   auto exp_value = numeric_date(*exp);
-  if (!exp_value) return refuse(token_problem::claims, "claim 'exp' must be a number of seconds");
+  if (!exp_value)
+    return refuse(token_problem::claims, "claim 'exp' must be a number of seconds (below 9e15)");
   p.expires_at = *exp_value;
   for (auto [name, slot] : {std::pair{"nbf", &p.not_before}, std::pair{"iat", &p.issued_at}}) {
     auto it = j.find(name);

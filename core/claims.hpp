@@ -57,4 +57,8 @@ struct claims_result {
 
 claims_result map_claims(std::string_view payload_json, std::int64_t now_seconds);
 
+// A NumericDate claim (exp, nbf, iat) as seconds; nullopt when it is not a
+// number or beyond 9e15 s either way.
+std::optional<std::int64_t> numeric_date(const nlohmann::json& j);
+
 }  // namespace tidings::core

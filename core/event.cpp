@@ -1,5 +1,8 @@
 #include "core/event.hpp"
 
+#include <algorithm>
+#include <string>
+
 #include "core/utf8.hpp"
 
 namespace tidings::core {
@@ -26,6 +29,27 @@ std::optional<std::string> check_event_path(std::string_view path) {
     if (len == 0) return "path is not valid UTF-8";
     if (control_code_point(cp)) return "path contains a control character";
     pos += len;
+  }
+  // A grant on /a/** must not cover /a/../b: paths are matched as written,
+  // so a '.' or '..' segment (also as %2e) is refused, not resolved.
+  for (std::size_t start = 1; start <= path.size();) {
+    auto end = std::min(path.find('/', start), path.size());
+    auto segment = path.substr(start, end - start);
+    if (segment.size() <= 6) {
+      std::string plain;
+      for (std::size_t i = 0; i < segment.size(); ++i) {
+        if (segment[i] == '%' && i + 2 < segment.size() && segment[i + 1] == '2' &&
+            (segment[i + 2] == 'e' || segment[i + 2] == 'E')) {
+          plain += '.';
+          i += 2;
+        } else {
+          plain += segment[i];
+        }
+      }
+      if (plain == "." || plain == "..")
+        return "path must not hold a '.' or '..' segment (it is not resolved; name the path itself)";
+    }
+    start = end + 1;
   }
   return std::nullopt;
 }

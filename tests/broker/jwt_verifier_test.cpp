@@ -301,6 +301,22 @@ TEST_CASE("jwt_verifier: the claims are checked after the signature") {
     check_refused(verify(testing::mint(key_alg::hs256, secret_a1, c)), token_problem::claims,
                   "claim 'tenant' must be a non-empty string");
   }
+  SECTION("a date past 64 bits is named, not taken for a bad signature (issue 28)") {
+    for (auto huge : {json(1e20), json(9'000'000'000'000'000LL)}) {
+      INFO(huge.dump());
+      auto c = claims("acme");
+      c["exp"] = huge;
+      check_refused(verify(testing::mint(key_alg::hs256, secret_a1, c)), token_problem::claims,
+                    "claim 'exp' must be a number of seconds (below 9e15)");
+    }
+    auto c = claims("acme");
+    c["iat"] = 1e300;
+    check_refused(verify(testing::mint(key_alg::hs256, secret_a1, c)), token_problem::claims,
+                  "claim 'iat' must be a number of seconds (below 9e15)");
+    c["iat"] = now - 5;
+    c["exp"] = 8'999'999'999'999'999LL;  // far off, and fine
+    CHECK(verify(testing::mint(key_alg::hs256, secret_a1, c)).principal);
+  }
   SECTION("an expired token with a bad signature is a signature problem") {
     auto c = claims("acme");
     c["exp"] = now - 1;

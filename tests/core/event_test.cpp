@@ -21,6 +21,20 @@ TEST_CASE("good paths pass", "[event]") {
   CHECK_FALSE(check_event_path("/\xe2\x82\xac"));      // €
   CHECK_FALSE(check_event_path("/\xf0\x9f\x98\x80"));  // emoji
   CHECK_FALSE(check_event_path("/" + std::string(max_path_bytes - 1, 'x')));
+  // Dots that are not a whole '.' or '..' segment are names like any other.
+  for (auto ok : {"/a/..b", "/a/.hidden", "/a/...", "/a/%2ex", "/a/b.", "/a//b", "/dir/"}) {
+    INFO(ok);
+    CHECK_FALSE(check_event_path(ok));
+  }
+}
+
+TEST_CASE("a '.' or '..' segment, plain or percent-encoded, is refused (issue 28)", "[event]") {
+  for (auto bad : {"/a/../b", "/a/%2e%2e/b", "/a/%2E%2e/b", "/a/.%2e/b", "/a/.", "/./a", "/a/..", "/%2e"}) {
+    INFO(bad);
+    auto why = check_event_path(bad);
+    REQUIRE(why);
+    CHECK(why->find("'..' segment") != std::string::npos);
+  }
 }
 
 TEST_CASE("bad paths get a reason", "[event]") {

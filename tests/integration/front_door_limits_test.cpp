@@ -141,7 +141,7 @@ std::unique_ptr<client::http_connection> await_admitted(const client::endpoint& 
 
 // "GET /healthz" with `fields` header fields in all, the last Connection: close.
 std::string request_with_fields(int fields) {
-  std::string raw = "GET /healthz HTTP/1.1\r\nHost: x\r\n";
+  std::string raw = "GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n";
   for (int i = 2; i < fields; ++i) raw += "X-F" + std::to_string(i) + ": v\r\n";
   return raw + "Connection: close\r\n\r\n";
 }
@@ -162,7 +162,7 @@ TEST_CASE("the front door closes slow and idle connections and bounds header fie
     raw_client slow(ep);
     const std::string line = "X-Slow: ";
     const auto started = clock_type::now();
-    REQUIRE(slow.send("GET /healthz HTTP/1.1\r\nHost: x\r\n"));
+    REQUIRE(slow.send("GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n"));
     std::string got;
     bool closed = false;
     int dribbled = 0;
@@ -190,7 +190,7 @@ TEST_CASE("the front door closes slow and idle connections and bounds header fie
     const auto started = clock_type::now();
     raw_client silent(ep);
     raw_client kept(ep);
-    REQUIRE(kept.send("GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n"));
+    REQUIRE(kept.send("GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"));
     std::string reply;
     REQUIRE(kept.read(reply, 5s, complete_response) == raw_client::end::done);
     CHECK(reply.rfind("HTTP/1.1 200", 0) == 0);

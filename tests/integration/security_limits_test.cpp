@@ -25,7 +25,7 @@ using nlohmann::json;
 TEST_CASE("each tenant limit refuses past it and the node keeps serving", "[security]") {
   tenant_node node(
       "    limits: {sse_sessions: 3, sse_sessions_per_subject: 2, streams_per_session: 2, watches: 1,\n"
-      "             publish_rate: 5, publish_burst: 5, max_body_bytes: 2000}\n");
+      "             publish_rate: 5, publish_burst: 5, max_body_bytes: 2000, unknown_streams: 2}\n");
   auto ep = node.endpoint();
   auto ann = node.token(token_spec().sub("ann"));
   auto bob = node.token(token_spec().sub("bob"));
@@ -63,6 +63,26 @@ TEST_CASE("each tenant limit refuses past it and the node keeps serving", "[secu
       admitted = again.status() == 200;
     }
     CHECK(admitted);
+  }
+  SECTION("streams that do not exist yet, per tenant") {
+    // Each tenant has its own places: one using all of its own cannot
+    // keep another's sessions from new streams.
+    std::vector<std::unique_ptr<client::sse_stream>> waiting;
+    for (int i = 0; i < 2; ++i) {
+      waiting.push_back(
+          std::make_unique<client::sse_stream>(ep, "/v1/sse?stream=new-" + std::to_string(i), bearer(ann)));
+      await_hello(*waiting.back());
+    }
+    client::sse_stream over(ep, "/v1/sse?stream=new-2", bearer(bob));
+    CHECK(over.status() == 429);
+    CHECK(over.error_body().find("tenant 'acme' (limits.unknown_streams 2)") != std::string::npos);
+    client::sse_stream other(ep, "/v1/sse?stream=new-2", bearer(globex));
+    await_hello(other);
+    // A stream that exists is never refused.
+    CHECK(post_json(ep, ann, "/v1/streams/docs/events", R"({"path":"/x"})").status == 201);
+    client::sse_stream existing(ep, "/v1/sse?stream=docs", bearer(bob));
+    await_hello(existing);
+    healthy();
   }
   SECTION("streams per session") {
     client::sse_stream three(ep, "/v1/sse?stream=a&stream=b&stream=c", bearer(ann));

@@ -166,7 +166,8 @@ TEST_CASE("a filter that cannot start fails POST /v1/watches with 400 and create
   CHECK(start_watch(ep, {{"name", "x"}, {"uri", "stream://memo"}, {"debounce_ms", -1}}).status == 400);
   CHECK(start_watch(ep, {{"name", "x"}, {"uri", "stream://memo"}, {"shape", "state"}}).status == 400);
   CHECK(start_watch(ep, {{"uri", "stream://memo"}}).status == 400);
-  CHECK(conn.request("POST", "/v1/watches", "{not json").status == 400);
+  CHECK(conn.request("POST", "/v1/watches", "{not json", {{"Content-Type", "application/json"}}).status ==
+        400);
 }
 
 TEST_CASE("the sixth watch of a tenant gets 409 while other requests are served", "[watch]") {

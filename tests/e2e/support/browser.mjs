@@ -6,7 +6,9 @@ import { chromium } from 'playwright-core';
 
 export const chromiumPath = process.env.CHROMIUM || '/usr/bin/chromium';
 
-export async function launchBrowser() {
+// extraArgs: more Chromium flags, e.g. --host-resolver-rules to give a
+// made-up name the loopback address (a DNS rebinding, without DNS).
+export async function launchBrowser(extraArgs = []) {
   if (!existsSync(chromiumPath)) {
     throw new Error(`${chromiumPath} is missing: scripts/bootstrap installs Debian's chromium`);
   }
@@ -20,6 +22,7 @@ export async function launchBrowser() {
       '--disable-component-update',
       '--disable-sync',
       '--no-first-run',
+      ...extraArgs,
     ],
   });
 }
