@@ -119,6 +119,7 @@ bool create_stream(self_ptr self) {
   st.deleted_below = 0;
   logging::info("stream.created", {{"stream", m.name}, {"epoch", core::format_epoch(m.epoch)}});
   if (st.cfg.on_created) st.cfg.on_created();
+  st.cfg.on_created = nullptr;  // counted once, even if its first write fails and it is made again
   return true;
 }
 
@@ -133,14 +134,32 @@ void release_unwritable(self_ptr self) {
   for (auto& [req, at] : held) on_publish(self, req);
 }
 
+bool recover_from_store(self_ptr self);
+
+// Why the store takes no writes now, as the publisher hears it; nullopt
+// while it does. Checked before seqs are assigned, so a full disk costs no
+// failed write (and no hole to recover from).
+std::optional<publish_result> storage_refusal(const hub_state& st) {
+  const auto* guard = st.cfg.committer ? st.cfg.committer->guard() : nullptr;
+  if (!guard) return std::nullopt;
+  auto h = guard->current();
+  using state = persistence::write_guard::state;
+  if (h.now == state::writable) return std::nullopt;
+  return publish_result{
+      h.now == state::full ? publish_outcome::storage_full : publish_outcome::unavailable, {}, h.reason};
+}
+
 void on_publish(self_ptr self, const publish_request_ptr& req) {
   auto& st = self->state;
   auto unavailable = [&](std::string why) {
     req->reply(publish_result{publish_outcome::unavailable, {}, std::move(why)});
   };
   if (st.moved) return caf::anon_send(st.cfg.registry->get(st.cfg.stream), publish_atom::value, req);
+  st.last_active = std::chrono::steady_clock::now();
   if (st.awaiting) return st.held_publishes.push_back(req);
-  if (st.failed) return unavailable("the stream's storage failed; see the node log");
+  if (auto refused = storage_refusal(st)) return req->reply(std::move(*refused));
+  if (st.failed && !recover_from_store(self))
+    return unavailable("the stream's storage failed and it has not recovered yet; see the node log");
   if (st.fenced)
     return unavailable("this node no longer owns the stream; retry (with the same Idempotency-Key)");
   if (replicating(st) && !st.writable) {
@@ -205,6 +224,67 @@ void on_publish(self_ptr self, const publish_request_ptr& req) {
   submit(self, std::move(ws), std::move(entry));
 }
 
+// Frames now durable go into the ring and out to every sink, in order.
+void deliver(hub_state& st, const std::vector<frame_ptr>& frames,
+             std::chrono::steady_clock::time_point durable_at) {
+  st.committed_head = frames.back()->seq;
+  auto batch = std::make_shared<frame_batch>();
+  batch->stream = st.cfg.stream;
+  batch->epoch = st.meta->epoch;
+  batch->frames = frames;
+  batch->durable_at = durable_at;
+  std::size_t added = 0;
+  for (const auto& f : frames) {
+    added += f->bytes.size();
+    st.ring.push_back(f);
+  }
+  st.ring_bytes += added;
+  if (auto* m = st.cfg.metrics) m->ring_bytes(static_cast<std::int64_t>(added));
+  frame_batch_ptr shared = std::move(batch);
+  for (auto& [raw, sink] : st.sinks) sink.first->deliver(shared);
+}
+
+// After failed writes, once none is in flight and the store takes writes
+// again: the log is what the store holds. A write reported failed may have
+// landed after all, so the head is read back, never guessed: new seqs
+// follow it (no cursor is handed out twice, none skipped), and events the
+// store holds past what the sessions got go out now. A replicated stream
+// stays refused: its followers may hold what the failed write shipped, and
+// only the cluster's handoff (a restart) settles which log is the stream's.
+bool recover_from_store(self_ptr self) {
+  auto& st = self->state;
+  if (!st.pending.empty() || replicating(st) || st.moved || st.fenced || storage_refusal(st)) return false;
+  std::optional<persistence::stream_meta> meta;
+  if (auto s = st.cfg.store->get_stream(st.cfg.stream.tenant, st.cfg.stream.name, &meta); !s.ok())
+    return false;
+  std::uint64_t recovered = 0;
+  if (meta && st.meta && meta->epoch == st.meta->epoch) {
+    st.meta = meta;
+    for (auto after = st.committed_head; after < meta->head_seq;) {
+      std::vector<persistence::stored_event> events;
+      if (auto s = st.cfg.store->read_events(meta->id, after, meta->head_seq, 256, &events); !s.ok())
+        return false;
+      if (events.empty()) break;
+      std::vector<frame_ptr> frames;
+      for (auto& e : events)
+        frames.push_back(std::make_shared<const core::sse_frame>(
+            core::make_sse_frame(meta->name, {meta->epoch, e.seq}, e.ev)));
+      after = events.back().seq;
+      recovered += frames.size();
+      deliver(st, frames, std::chrono::steady_clock::now());
+    }
+    trim_ring(st);
+  }
+  st.meta = meta;
+  st.committed_head = meta ? meta->head_seq : 0;
+  st.committed_first = meta ? meta->first_seq : 1;
+  st.failed = false;
+  logging::info("stream.recovered", {{"stream", st.cfg.stream.name},
+                                     {"head", st.committed_head},
+                                     {"events_stored_after_failure", recovered}});
+  return true;
+}
+
 // A write that is durable here, and on the write quorum when replicating:
 // the publisher hears, the ring and the sinks get its frames.
 void complete(self_ptr self, hub_state::in_flight& entry) {
@@ -227,33 +307,20 @@ void complete(self_ptr self, hub_state::in_flight& entry) {
     if (entry.reply) entry.reply(r);
     if (!entry.idempotency_key.empty()) reply_to_waiters(st, entry.idempotency_key, r);
   }
-  if (!entry.frames.empty()) {
-    st.committed_head = entry.frames.back()->seq;
-    auto batch = std::make_shared<frame_batch>();
-    batch->stream = st.cfg.stream;
-    batch->epoch = st.meta->epoch;
-    batch->frames = entry.frames;
-    batch->durable_at = durable_at;
-    std::size_t added = 0;
-    for (auto& f : entry.frames) {
-      added += f->bytes.size();
-      st.ring.push_back(f);
-    }
-    st.ring_bytes += added;
-    if (auto* m = st.cfg.metrics) m->ring_bytes(static_cast<std::int64_t>(added));
-    frame_batch_ptr shared = std::move(batch);
-    for (auto& [raw, sink] : st.sinks) sink.first->deliver(shared);
-  }
+  if (!entry.frames.empty()) deliver(st, entry.frames, durable_at);
   trim_ring(st);
 }
 
 // A failed write: later writes may land after it, so refusing everything
-// from here keeps us from acknowledging a log with a hole in it.
+// from here keeps us from acknowledging a log with a hole in it, until
+// recover_from_store() reads the log's head back once the store is writable.
 void fail(hub_state& st, hub_state::in_flight& entry) {
   if (!st.failed)
     logging::error("hub.write_failed", {{"stream", st.cfg.stream.name}, {"error", entry.error}});
   st.failed = true;
   publish_result r{publish_outcome::unavailable, {}, "the write failed: " + entry.error};
+  if (auto refused = storage_refusal(st); refused && refused->outcome == publish_outcome::storage_full)
+    r = *refused;
   if (entry.reply) entry.reply(r);
   if (!entry.idempotency_key.empty()) reply_to_waiters(st, entry.idempotency_key, r);
 }
@@ -353,6 +420,7 @@ bool collect(hub_state& st, std::uint64_t after_seq, std::size_t max, std::size_
 void on_fetch(self_ptr self, const fetch_request_ptr& req, bool rechecked = false) {
   auto& st = self->state;
   if (st.moved) return caf::anon_send(st.cfg.registry->get(st.cfg.stream), fetch_atom::value, req);
+  st.last_active = std::chrono::steady_clock::now();
   if (st.awaiting) return st.held_fetches.push_back(req);
   fetch_reply r;
   r.subscription = req->subscription;
@@ -417,16 +485,36 @@ void on_fetch(self_ptr self, const fetch_request_ptr& req, bool rechecked = fals
   send(last == st.committed_head ? fetch_status::caught_up : fetch_status::page);
 }
 
+void arm_idle(self_ptr self, std::chrono::steady_clock::duration delay) {
+  auto& st = self->state;
+  if (st.idle_armed) return;
+  st.idle_armed = true;
+  self->delayed_send(
+      self, std::chrono::duration_cast<std::chrono::milliseconds>(delay) + std::chrono::milliseconds(1),
+      idle_atom::value);
+}
+
+// Nobody waits on the hub and nothing is under way in it.
+bool quiet(const hub_state& st) {
+  return !st.moved && !st.fenced && !st.awaiting && st.cfg.registry && st.sinks.empty() &&
+         st.pending.empty() && st.held_publishes.empty() && st.held_fetches.empty() &&
+         st.held_ahead.empty() && st.held_unwritable.empty();
+}
+
 // A hub whose stream does not exist holds a place among the registry's
-// unknown streams: once nobody waits on it (and nothing is under way) the
-// registry drops it, so sessions on made-up names cannot use the places up.
+// unknown streams: once nobody waits on it the registry drops it at once,
+// so sessions on made-up names cannot use the places up (issue 28). An
+// existing stream's hub goes once it has been idle for idle_release: its
+// memory returns, and the next request spawns a hub from the store.
 void release_if_idle(self_ptr self) {
   auto& st = self->state;
-  if (st.meta || st.moved || st.fenced || st.awaiting || !st.cfg.registry || !st.sinks.empty() ||
-      !st.pending.empty() || !st.held_publishes.empty() || !st.held_fetches.empty() ||
-      !st.held_ahead.empty() || !st.held_unwritable.empty())
-    return;
-  st.cfg.registry->release_idle(st.cfg.stream, self->address());
+  if (!quiet(st)) return;
+  if (st.meta) {
+    if (st.cfg.idle_release.count() == 0 || st.replicator || st.failed) return;
+    auto idle_for = std::chrono::steady_clock::now() - st.last_active;
+    if (idle_for < st.cfg.idle_release) return arm_idle(self, st.cfg.idle_release - idle_for);
+  }
+  st.released = st.cfg.registry->release_idle(st.cfg.stream, self->address(), st.meta.has_value());
 }
 
 void on_unsub(self_ptr self, const fanout_sink_ptr& sink) {
@@ -434,7 +522,10 @@ void on_unsub(self_ptr self, const fanout_sink_ptr& sink) {
   auto it = sinks.find(sink.get());
   if (it == sinks.end()) return;
   if (--it->second.second == 0) sinks.erase(it);
-  if (sinks.empty()) release_if_idle(self);
+  if (sinks.empty()) {
+    self->state.last_active = std::chrono::steady_clock::now();
+    release_if_idle(self);
+  }
 }
 
 // Replication: the hub's term begins with the log it has now. The term goes
@@ -614,7 +705,9 @@ void on_moved(self_ptr self) {
   // Moved on before its handoff came: what waited goes to the new route.
   if (st.awaiting && !st.adopting) release_held(self);
   release_unwritable(self);
-  self->delayed_send(self, std::chrono::seconds(60), moved_atom::value);
+  // A released idle hub had nobody: late requests can only be a few.
+  self->delayed_send(self, st.released ? std::chrono::seconds(2) : std::chrono::seconds(60),
+                     moved_atom::value);
 }
 
 // Age retention runs as a timer after events, never as a periodic scan.
@@ -756,7 +849,10 @@ hub_actor::behavior_type hub(hub_actor::stateful_pointer<hub_state> self, hub_co
       self->attach_functor([r = *st.replicator] { caf::anon_send_exit(r, caf::exit_reason::user_shutdown); });
   }
   if (!st.awaiting) activate(self);
-  if (!st.meta) self->delayed_send(self, st.cfg.unknown_grace, idle_atom::value);
+  if (!st.meta)
+    arm_idle(self, st.cfg.unknown_grace);
+  else if (st.cfg.idle_release.count() > 0)
+    arm_idle(self, st.cfg.idle_release);
   return {
       [self](publish_atom, const publish_request_ptr& req) { on_publish(self, req); },
       [self](fetch_atom, const fetch_request_ptr& req) { on_fetch(self, req); },
@@ -802,9 +898,9 @@ hub_actor::behavior_type hub(hub_actor::stateful_pointer<hub_state> self, hub_co
       [self](stall_atom) { on_stall(self); },
       [self](idle_atom) {
         auto& st = self->state;
+        st.idle_armed = false;
         // Still handing over: ask again once that settled.
-        if (st.awaiting && !st.moved)
-          return void(self->delayed_send(self, st.cfg.unknown_grace, idle_atom::value));
+        if (st.awaiting && !st.moved) return arm_idle(self, st.cfg.unknown_grace);
         release_if_idle(self);
       },
       [self](quiesce_atom) -> caf::result<bool> {

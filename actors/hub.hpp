@@ -67,6 +67,9 @@ struct hub_config {
   // subscriber (one admitted whose session then failed never comes) before
   // the registry releases it; the last subscriber leaving releases it at once.
   std::chrono::milliseconds unknown_grace{5000};
+  // An existing stream's hub idle this long (no session, no publish, no
+  // fetch, nothing under way) is released; 0: never (hub_defaults).
+  std::chrono::milliseconds idle_release{0};
 };
 
 struct hub_state {
@@ -117,6 +120,11 @@ struct hub_state {
   std::function<void()> adopted_callback;
   std::optional<persistence::stream_meta> adopting;
   bool trim_scheduled = false;
+  // Idle release: the last publish, fetch or session leaving; an idle_atom
+  // is on its way; the registry dropped this hub (it ends soon after).
+  std::chrono::steady_clock::time_point last_active = std::chrono::steady_clock::now();
+  bool idle_armed = false;
+  bool released = false;
 
   // Replication (ADR 0017).
   std::optional<replicator_actor> replicator;

@@ -4,6 +4,7 @@
 // another node owns. Thread-safe: I/O threads call it.
 
 #include <atomic>
+#include <chrono>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -21,6 +22,10 @@ struct hub_defaults {
   // Hubs kept for streams that subscribers wait on but nobody has published
   // to yet. Each costs memory for as long as the node runs, so they are capped.
   std::size_t max_unknown_streams = 10000;
+  // A stream's hub with no session, no write and nothing under way for this
+  // long is released (0: never); the next request brings it back from the
+  // store. Single node only: a cluster's hubs stay (see spawn_locked).
+  std::chrono::milliseconds idle_release{300000};
   probe* metrics = nullptr;  // null: not measured
 };
 
@@ -64,9 +69,18 @@ class hub_registry {
   // subscriber waiting on it leaves (release_idle).
   enum class admission { admitted, node_full, tenant_full, store_failed };
   admission admit_subscriber(const stream_key& key, std::size_t tenant_limit);
-  // The hub `hub` of a stream that does not exist has nobody waiting on it:
-  // it is dropped (if it is still the stream's hub) and its place is free.
-  void release_idle(const stream_key& key, const caf::actor_addr& hub);
+  // The hub `hub` has nobody waiting on it: a stream that does not exist
+  // yet, or one idle for idle_release. It is dropped (if it is still the
+  // stream's hub and not pinned) and, for the former, its place is free.
+  // False when it was not dropped.
+  bool release_idle(const stream_key& key, const caf::actor_addr& hub, bool exists);
+  // The tenant's streams on this node (those in the store at start and
+  // those created since), for limits.streams.
+  std::size_t stream_count(const std::string& tenant) const;
+  // Whether a publish to `key` may go on under a tenant limit of `limit`
+  // streams: the stream exists, or the tenant has fewer. (Concurrent first
+  // publishes to new streams may pass it together.)
+  bool may_publish(const stream_key& key, std::size_t limit);
   // Streams waited on that do not exist yet: on the node, of one tenant.
   std::size_t unknown_count() const;
   std::size_t unknown_count(const std::string& tenant) const;
@@ -113,6 +127,8 @@ class hub_registry {
   mutable std::mutex mutex_;
   std::size_t unknown_ = 0;  // hubs whose stream does not exist yet
   std::map<std::string, std::size_t> unknown_by_tenant_;
+  std::map<std::string, std::size_t> streams_by_tenant_;
+  std::size_t released_since_trim_ = 0;
   std::map<stream_key, entry> hubs_;
   std::map<stream_key, hub_actor> moved_;
   std::map<stream_key, std::size_t> pins_;

@@ -37,17 +37,19 @@ using frame_batch_ptr = std::shared_ptr<const frame_batch>;
 // --- publish ---------------------------------------------------------------
 
 enum class publish_outcome {
-  appended,     // new events, durable
-  replayed,     // Idempotency-Key seen before: the original cursors
-  unavailable,  // refused or failed before it was written: not stored
-  uncertain,    // not acknowledged, but it may have been stored (a write
-                // its followers did not confirm in time, an owner that did
-                // not answer): a retry with the same Idempotency-Key tells
+  appended,      // new events, durable
+  replayed,      // Idempotency-Key seen before: the original cursors
+  unavailable,   // refused or failed before it was written: not stored
+  storage_full,  // refused, not stored: the node's disk is under its reserve
+  uncertain,     // not acknowledged, but it may have been stored (a write
+                 // its followers did not confirm in time, an owner that did
+                 // not answer): a retry with the same Idempotency-Key tells
 };
 
 // Anything but appended or replayed: nothing was acknowledged.
 inline bool failed(publish_outcome o) {
-  return o == publish_outcome::unavailable || o == publish_outcome::uncertain;
+  return o == publish_outcome::unavailable || o == publish_outcome::uncertain ||
+         o == publish_outcome::storage_full;
 }
 
 struct publish_result {

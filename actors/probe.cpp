@@ -41,7 +41,13 @@ probe::probe(prometheus::Registry& registry)
                               .Name("tidings_replication_fenced_total")
                               .Help("Hubs that stepped down because a newer term of their stream was written")
                               .Register(registry)
-                              .Add({})) {}
+                              .Add({})),
+      released_(
+          prometheus::BuildCounter()
+              .Name("tidings_streams_released_total")
+              .Help("Streams' hubs released from memory: idle ones (reason idle), and ones of streams never "
+                    "created that every session left (reason unknown)")
+              .Register(registry)) {}
 
 std::string_view probe::stream_kind(std::string_view stream) {
   if (stream.starts_with("watch:")) return "watch";
@@ -71,6 +77,10 @@ void probe::replication_stalled() {
 
 void probe::replication_fenced() {
   replication_fenced_.Increment();
+}
+
+void probe::stream_released(bool exists) {
+  released_.Add({{"reason", exists ? "idle" : "unknown"}}).Increment();
 }
 
 }  // namespace tidings::actors

@@ -34,6 +34,9 @@ class probe {
   // followers did not confirm its write in time; a hub fenced by a newer term.
   void replication_stalled();
   void replication_fenced();
+  // A hub released: its stream idle (exists) or never created and left by
+  // every session (issue 28).
+  void stream_released(bool exists);
 
   // "watch" for watch:NAME, "source" for src:KEY, else "stream".
   static std::string_view stream_kind(std::string_view stream);
@@ -45,6 +48,7 @@ class probe {
   prometheus::Counter& filter_errors_;
   prometheus::Counter& replication_stalled_;
   prometheus::Counter& replication_fenced_;
+  prometheus::Family<prometheus::Counter>& released_;
 };
 
 }  // namespace tidings::actors

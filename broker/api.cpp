@@ -81,6 +81,9 @@ route_result api::handle(const http_request& req, responder respond) {
   if (path == "/readyz") {
     if (!get) return {method_not_allowed("GET"), {}};
     if (draining_) return {error_response(503, "draining"), {}};
+    // Reads go on, but a node that takes no writes is not ready for them.
+    if (write_guard_ && !write_guard_->writable())
+      return {error_response(503, "storage: " + write_guard_->current().reason), {}};
     return {http_response{200, "{\"status\":\"ready\"}", "application/json", {}, {}, {}}, {}};
   }
   if (auto token = segment_between(path, "/webhooks/resource-updated/", ""); !token.empty()) {
@@ -228,6 +231,7 @@ tenant_limits api::limits_of(const caller& who) const {
     l.publish_rate = l.publish_burst = 0;  // 0: no rate limit
     l.max_body_bytes = cfg_.max_body_bytes;
     l.unknown_streams = SIZE_MAX;  // the node's max-unknown-streams
+    l.streams = SIZE_MAX;
     return l;
   }
   auto table = security_.auth.tenants();

@@ -19,6 +19,7 @@
 #include "broker/site_guard.hpp"
 #include "broker/usage_limits.hpp"
 #include "persistence/store.hpp"
+#include "persistence/write_guard.hpp"
 #include "relay/io_shard.hpp"
 #include "relay/sse_options.hpp"
 #include "sources/source_loop.hpp"
@@ -119,6 +120,9 @@ class api {
   // This node's counts, once every part answered (or its deadline passed);
   // `done` runs on whichever thread delivered the last part.
   void local_counts(std::function<void(local_node_counts)> done);
+  // The node's write guard (set once, before the server starts): readiness
+  // fails while it refuses writes.
+  void set_write_guard(const persistence::write_guard* guard) { write_guard_ = guard; }
   // In a cluster. Set once, before the server starts.
   void set_cluster(cluster_hooks hooks) { cluster_ = std::move(hooks); }
 
@@ -181,6 +185,7 @@ class api {
   actors::source_registry_actor sources_;
   api_security security_;
   site_policy site_;
+  const persistence::write_guard* write_guard_ = nullptr;
   std::atomic<bool> draining_{false};
   metrics* metrics_ = nullptr;
   std::atomic<int> admin_in_flight_{0};

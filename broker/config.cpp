@@ -197,6 +197,11 @@ const std::map<std::string, setter>& setters() {
       {"heartbeat-ms",
        number<std::int64_t>(
            10, 3'600'000, [](config& c, std::int64_t v) { c.sse.heartbeat = std::chrono::milliseconds(v); })},
+      {"stream-idle-ms",
+       number<std::int64_t>(0, 86'400'000,
+                            [](config& c, std::int64_t v) { c.stream_idle = std::chrono::milliseconds(v); })},
+      {"storage-reserve-mb",
+       number<std::uint64_t>(1, 1'000'000, [](config& c, std::uint64_t v) { c.storage_reserve_mb = v; })},
       {"close-deadline-ms", number<std::int64_t>(10, 600'000,
                                                  [](config& c, std::int64_t v) {
                                                    c.sse.close_deadline = std::chrono::milliseconds(v);
@@ -399,6 +404,7 @@ std::string summary(const config& c) {
 std::string usage() {
   return "usage: tidingsd [--config FILE | --check-config FILE] [--listen HOST:PORT]\n"
          "                [--data-dir DIR] [--durability sync|batch|none] [--retention-events N]\n"
+         "                [--storage-reserve-mb MB]\n"
          "                [--retention-age-ms MS] [--heartbeat-ms MS] [--queue-frames N]\n"
          "                [--queue-bytes N] [--close-deadline-ms MS] [--ring-events N]\n"
          "                [--max-body-bytes N]\n"
@@ -408,6 +414,7 @@ std::string usage() {
          "                [--allowed-origins ORIGIN,...] [--allowed-hosts NAME,...]\n"
          "                [--io-threads N] [--drain-ms MS]\n"
          "                [--coalesce-us US] [--max-unknown-streams N] [--max-watches N]\n"
+         "                [--stream-idle-ms MS]\n"
          "                [--filter-budget-ms MS] [--filter-max-instructions N]\n"
          "                [--filter-memory-mb MB] [--watch-queue-frames N]\n"
          "                [--source-backoff-ms MS] [--audit-log FILE|-]\n"

@@ -41,6 +41,11 @@ struct config {
   relay::sse_options sse;
   std::size_t ring_events = 1024;
   std::size_t max_unknown_streams = 10000;
+  // A stream's hub idle this long is released from memory (0: never).
+  std::chrono::milliseconds stream_idle{300000};
+  // Free space kept on the data directory's disk: writes are refused (507)
+  // below it, so RocksDB never meets a full disk (persistence/write_guard).
+  std::uint64_t storage_reserve_mb = 256;
   std::size_t max_body_bytes = 1 << 20;
   std::size_t max_header_bytes = 16 << 10;
   // The front door's deadlines and connection limits (broker::http_limits).

@@ -16,7 +16,8 @@ prometheus::MetricFamily gauge(std::string name, std::string help, double value,
   return {std::move(name), std::move(help), prometheus::MetricType::Gauge, {m}};
 }
 
-void add_storage(const persistence::storage_stats& s, std::vector<prometheus::MetricFamily>& out) {
+void add_storage(const persistence::storage_stats& s, const persistence::write_guard* guard,
+                 std::vector<prometheus::MetricFamily>& out) {
   auto d = [](std::uint64_t v) { return static_cast<double>(v); };
   out.push_back(gauge("tidings_storage_sst_bytes", "Bytes of RocksDB table files (every column family)",
                       d(s.sst_bytes)));
@@ -26,9 +27,25 @@ void add_storage(const persistence::storage_stats& s, std::vector<prometheus::Me
   out.push_back(gauge("tidings_storage_pending_compaction_bytes",
                       "Bytes RocksDB estimates compaction still has to rewrite",
                       d(s.pending_compaction_bytes)));
-  out.push_back(gauge("tidings_storage_write_stopped",
-                      "1 while RocksDB stops writes (publishes wait until it flushes or compacts)",
-                      s.write_stopped ? 1 : 0));
+  const auto health = guard ? guard->current() : persistence::write_guard::health{};
+  using state = persistence::write_guard::state;
+  out.push_back(
+      gauge("tidings_storage_write_stopped",
+            "1 while writes stop: RocksDB stalls them (publishes wait), or the node refuses them "
+            "(disk under its reserve, or a failed write not yet recovered: publishes get 507 or 503)",
+            s.write_stopped || health.now != state::writable ? 1 : 0));
+  out.push_back(gauge("tidings_storage_refusing",
+                      "Why the node refuses writes now: 1 on the reason's label (full, failed), else 0",
+                      health.now == state::full ? 1 : 0, {{"reason", "full"}}));
+  out.back().metric.push_back(out.back().metric.front());
+  out.back().metric.back().label = {{"reason", "failed"}};
+  out.back().metric.back().gauge.value = health.now == state::failed ? 1 : 0;
+  out.push_back(gauge("tidings_storage_free_bytes",
+                      "Free bytes on the data directory's file system, as last checked before a write",
+                      d(health.free_bytes)));
+  out.push_back(gauge("tidings_storage_reserve_bytes",
+                      "Free space the node keeps: writes are refused below it (storage-reserve-mb)",
+                      d(health.reserve_bytes)));
   out.push_back(gauge("tidings_storage_delayed_write_rate_bytes",
                       "The rate RocksDB slows writes to while it catches up; 0 when not slowed",
                       d(s.delayed_write_rate)));
@@ -47,7 +64,7 @@ metrics::metrics(const persistence::store& store, sources::probe::audit_fn audit
 
 std::string metrics::scrape() const {
   auto families = registry_->Collect();
-  add_storage(store_.stats(), families);
+  add_storage(store_.stats(), guard_, families);
   // One node, alive: this node. The cluster's membership replaces this
   // once nodes join each other.
   families.push_back(gauge("tidings_cluster_members", "Cluster members this node knows of, by state", 1,

@@ -12,6 +12,7 @@
 
 #include "actors/probe.hpp"
 #include "persistence/store.hpp"
+#include "persistence/write_guard.hpp"
 #include "relay/probe.hpp"
 #include "sources/probe.hpp"
 
@@ -20,6 +21,8 @@ namespace tidings::broker {
 class metrics {
  public:
   metrics(const persistence::store& store, sources::probe::audit_fn audit);
+  // The node's write guard (set once at start): free space and refusals.
+  void set_write_guard(const persistence::write_guard* guard) { guard_ = guard; }
 
   actors::probe& hubs() { return hubs_; }
   relay::probe& relay() { return relay_; }
@@ -35,6 +38,7 @@ class metrics {
   relay::probe relay_;
   sources::probe sources_;
   const persistence::store& store_;
+  const persistence::write_guard* guard_ = nullptr;
 };
 
 }  // namespace tidings::broker

@@ -130,12 +130,24 @@ int run_node(const config& cfg) {
     logging::error("node.revocations_unreadable", {{"error", s.message()}});
     return 1;
   }
-  persistence::group_committer committer(*store);
+  persistence::write_guard write_guard(cfg.storage_reserve_mb << 20,
+                                       persistence::write_guard::free_space_of(cfg.data_dir));
+  write_guard.on_change([](const persistence::write_guard::health& h) {
+    using state = persistence::write_guard::state;
+    if (h.now == state::writable)
+      logging::info("storage.writable", {{"free_bytes", h.free_bytes}});
+    else
+      logging::error(
+          h.now == state::full ? "storage.full" : "storage.failed",
+          {{"reason", h.reason}, {"free_bytes", h.free_bytes}, {"reserve_bytes", h.reserve_bytes}});
+  });
+  persistence::group_committer committer(*store, std::chrono::milliseconds(5), &write_guard);
   // Probes count from the first event; watcher fires and source failures
   // also leave audit lines.
   metrics node_metrics(*store, [&audit](std::string_view event, const nlohmann::json& fields) {
     audit.record_upstream(event, fields);
   });
+  node_metrics.set_write_guard(&write_guard);
 
   caf::actor_system_config caf_cfg;
   caf_cfg.set("scheduler.max-threads", 2);
@@ -150,6 +162,7 @@ int run_node(const config& cfg) {
     defaults.retention = cfg.retention;
     defaults.ring_events = cfg.ring_events;
     defaults.max_unknown_streams = cfg.max_unknown_streams;
+    defaults.idle_release = cfg.stream_idle;
     defaults.metrics = &node_metrics.hubs();
     actors::hub_registry hubs(system, *store, committer, defaults);
 
@@ -238,6 +251,7 @@ int run_node(const config& cfg) {
                {"log_level", logging::to_string(plan.log_levels)}}};
     };
     api routes(hubs, watches, *store, cfg, source_thread, source_registry, {auth, *usage, audit, reload});
+    routes.set_write_guard(&write_guard);
     routes.set_metrics(&node_metrics);
     http_limits limits{.max_header_bytes = cfg.max_header_bytes,
                        .max_body_bytes = cfg.max_body_bytes,

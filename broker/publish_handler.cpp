@@ -66,6 +66,12 @@ route_result api::publish(const std::string& stream, const http_request& req, co
   }
 
   if (auto bad = check_json_content_type(req)) return {std::move(*bad), {}};
+  if (!hubs_.may_publish({who->who.tenant, stream}, limits.streams))
+    return {error_response(429,
+                           "the tenant has " + std::to_string(limits.streams) +
+                               " streams on this node (limits.streams); publish to one of them, or raise the "
+                               "limit"),
+            {}};
   core::event_body body;
   if (auto err = core::parse_event_body(req.body, body)) return {error_response(400, *err), {}};
   auto request = std::make_shared<actors::publish_request>();
@@ -104,6 +110,12 @@ route_result api::publish(const std::string& stream, const http_request& req, co
       }
       case actors::publish_outcome::unavailable:
         return respond(error_response(503, "not stored: " + r.error));
+      case actors::publish_outcome::storage_full: {
+        // 507 (RFC 4918): the request is fine, the node has no room now.
+        auto res = error_response(507, "not stored: " + r.error);
+        res.headers.emplace_back("Retry-After", "10");
+        return respond(std::move(res));
+      }
       case actors::publish_outcome::uncertain:
         return respond(
             error_response(503, "not acknowledged: " + r.error +

@@ -204,7 +204,7 @@ bool parse_key(yaml_reader& r, const Node& n, const std::string& path, verificat
 bool parse_limits(yaml_reader& r, const Node& n, const std::string& path, tenant_limits* out) {
   if (!r.known_keys(n, path,
                     {"sse_sessions", "sse_sessions_per_subject", "streams_per_session", "watches",
-                     "publish_rate", "publish_burst", "max_body_bytes", "unknown_streams"}))
+                     "publish_rate", "publish_burst", "max_body_bytes", "unknown_streams", "streams"}))
     return false;
   struct count_field {
     const char* name;
@@ -218,6 +218,7 @@ bool parse_limits(yaml_reader& r, const Node& n, const std::string& path, tenant
            count_field{"watches", 1, 100'000, &out->watches},
            count_field{"max_body_bytes", 64, 64 << 20, &out->max_body_bytes},
            count_field{"unknown_streams", 0, 10'000'000, &out->unknown_streams},
+           count_field{"streams", 1, 100'000'000, &out->streams},
        })
     if (n[f.name] && !r.count(n[f.name], path + "." + f.name, f.lo, f.hi, f.slot)) return false;
   if (n["publish_rate"] && !r.number(n["publish_rate"], path + ".publish_rate", 0, 1e7,

@@ -20,7 +20,7 @@
 //             -----BEGIN PUBLIC KEY-----...
 //       limits: {sse_sessions: 1000, sse_sessions_per_subject: 100, streams_per_session: 64,
 //                watches: 5, publish_rate: 1000, publish_burst: 2000, max_body_bytes: 1048576,
-//                unknown_streams: 1000}
+//                unknown_streams: 1000, streams: 100000}
 //       allowed_origins: [https://app.example]
 //       notification_scopes:
 //         - {stream: inbox, scope: subject, field: /data/owner}
@@ -63,6 +63,9 @@ struct tenant_limits {
   // Streams that do not exist yet which this tenant's sessions wait on
   // (each holds a hub until created or left; the node caps all tenants).
   std::size_t unknown_streams = 1000;
+  // Streams the tenant may have on a node; a publish that would create one
+  // more gets 429.
+  std::size_t streams = 100000;
 };
 
 enum class scope_kind { subject, expression };

@@ -80,6 +80,9 @@ proto::PublishReply to_proto(const actors::publish_result& r) {
     case actors::publish_outcome::uncertain:
       p.set_outcome(proto::PublishReply::UNCERTAIN);
       break;
+    case actors::publish_outcome::storage_full:
+      p.set_outcome(proto::PublishReply::STORAGE_FULL);
+      break;
   }
   if (!r.cursors.empty()) p.set_epoch(r.cursors.front().epoch);
   for (auto& c : r.cursors) p.add_seqs(c.seq);
@@ -98,6 +101,9 @@ actors::publish_result from_proto(const proto::PublishReply& p) {
       break;
     case proto::PublishReply::UNCERTAIN:
       r.outcome = actors::publish_outcome::uncertain;
+      break;
+    case proto::PublishReply::STORAGE_FULL:
+      r.outcome = actors::publish_outcome::storage_full;
       break;
     default:
       r.outcome = actors::publish_outcome::unavailable;

@@ -14,8 +14,8 @@
 namespace tidings::logging {
 namespace {
 
-constexpr std::array<std::string_view, 10> known_subsystems = {
-    "admin", "hub", "http", "mcp", "node", "postgres", "source", "stream", "watch", "webhook"};
+constexpr std::array<std::string_view, 11> known_subsystems = {
+    "admin", "hub", "http", "mcp", "node", "postgres", "source", "storage", "stream", "watch", "webhook"};
 
 // The per-subsystem levels, read on every line. A table is never changed or
 // freed once published (a reader may still hold it); set_levels publishes a

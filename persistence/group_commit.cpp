@@ -6,8 +6,8 @@
 
 namespace tidings::persistence {
 
-group_committer::group_committer(store& db, std::chrono::milliseconds batch_interval)
-    : db_(db), batch_interval_(batch_interval), thread_([this] { run(); }) {}
+group_committer::group_committer(store& db, std::chrono::milliseconds batch_interval, write_guard* guard)
+    : db_(db), guard_(guard), batch_interval_(batch_interval), thread_([this] { run(); }) {}
 
 group_committer::~group_committer() {
   stop();
@@ -45,6 +45,14 @@ std::uint64_t group_committer::sets_written() const {
   return sets_;
 }
 
+status group_committer::write_guarded(rocksdb::WriteBatch& batch) {
+  if (!guard_) return db_.write(batch);
+  if (auto s = guard_->admit(batch.GetDataSize(), [this] { return db_.resume(); }); !s.ok()) return s;
+  auto s = db_.write(batch);
+  if (!s.ok()) guard_->failed(s.message());
+  return s;
+}
+
 // Sleeps on the condition variable until there is work. The only timed wait
 // is the `batch` durability's deferred fsync, armed by a write, so an idle
 // committer does not wake at all.
@@ -53,12 +61,15 @@ void group_committer::run() {
   clock::time_point sync_due;
   std::unique_lock lock(mutex_);
   for (;;) {
-    if (unsynced_ && (clock::now() >= sync_due || (stopping_ && pending_.empty()))) {
+    // A store whose write or fsync failed is not touched again until it
+    // resumed (RocksDB aborts on a WAL used after an error).
+    if (unsynced_ && !guard_blocks() && (clock::now() >= sync_due || (stopping_ && pending_.empty()))) {
       unsynced_ = false;
       lock.unlock();
-      bool synced = db_.sync_wal().ok();
+      auto synced = db_.sync_wal();
+      if (!synced.ok() && guard_) guard_->failed(synced.message());
       lock.lock();
-      if (!synced && !stopping_) {
+      if (!synced.ok() && !stopping_) {
         // Retry after another interval; acknowledged writes are in the WAL
         // already, only their fsync is outstanding.
         unsynced_ = true;
@@ -74,7 +85,7 @@ void group_committer::run() {
 
       rocksdb::WriteBatch batch;
       for (const auto& entry : taken) db_.add_to_batch(entry.first, batch);
-      status result = db_.write(batch);
+      status result = write_guarded(batch);
 
       lock.lock();
       if (result.ok()) {
@@ -91,6 +102,16 @@ void group_committer::run() {
       continue;
     }
     if (stopping_) return;
+    if (guard_blocks()) {
+      // Refusing: look again now and then, so that readiness and the
+      // metrics turn back once space returns, with nothing to write.
+      lock.unlock();
+      guard_->recheck([this] { return db_.resume(); });
+      lock.lock();
+      if (guard_blocks() && pending_.empty() && !stopping_)
+        wake_.wait_for(lock, write_guard::retry_every / 2);
+      continue;
+    }
     if (unsynced_)
       wake_.wait_until(lock, sync_due);
     else

@@ -14,6 +14,7 @@
 #include <thread>
 
 #include "persistence/store.hpp"
+#include "persistence/write_guard.hpp"
 
 namespace tidings::persistence {
 
@@ -21,7 +22,10 @@ class group_committer {
  public:
   using callback = std::function<void(const status&)>;
 
-  group_committer(store& db, std::chrono::milliseconds batch_interval = std::chrono::milliseconds(5));
+  // guard (optional, outlives the committer): asked before every batch; a
+  // refused batch fails without reaching the store.
+  explicit group_committer(store& db, std::chrono::milliseconds batch_interval = std::chrono::milliseconds(5),
+                           write_guard* guard = nullptr);
   ~group_committer();  // stop()
   group_committer(const group_committer&) = delete;
   group_committer& operator=(const group_committer&) = delete;
@@ -34,13 +38,21 @@ class group_committer {
   // Writes everything submitted so far, then ends the thread. Idempotent.
   void stop();
 
+  // The guard given at construction (null: none), for callers that refuse
+  // work before submitting it while the store does not take writes.
+  const write_guard* guard() const { return guard_; }
+
   std::uint64_t batches_written() const;
   std::uint64_t sets_written() const;
 
  private:
   void run();
+  // The batch, if the guard lets it through (and the guard told of a failure).
+  status write_guarded(rocksdb::WriteBatch& batch);
+  bool guard_blocks() const { return guard_ && !guard_->writable(); }
 
   store& db_;
+  write_guard* guard_;
   std::chrono::milliseconds batch_interval_;
   mutable std::mutex mutex_;
   std::condition_variable wake_;

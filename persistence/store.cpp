@@ -4,6 +4,7 @@
 #include <rocksdb/iterator.h>
 #include <rocksdb/options.h>
 #include <rocksdb/slice.h>
+#include <rocksdb/sst_file_manager.h>
 #include <rocksdb/write_batch.h>
 
 #include <algorithm>
@@ -227,6 +228,11 @@ status store::open(const std::string& dir, durability d, std::unique_ptr<store>*
   rocksdb::Options options;
   options.create_if_missing = true;
   options.create_missing_column_families = true;
+  // Tracks table files so that a compaction starts only with room for its
+  // output, and lets RocksDB recover by itself from a background flush or
+  // compaction that ran out of space once space returns (write_guard keeps
+  // our own writes from getting that far).
+  options.sst_file_manager.reset(rocksdb::NewSstFileManager(rocksdb::Env::Default()));
 
   std::vector<std::string> names(family_names, family_names + known_families);
   if (std::filesystem::exists(std::filesystem::path(dir) / "CURRENT", ec)) {
@@ -521,6 +527,10 @@ status store::write(rocksdb::WriteBatch& batch) {
   wo.sync = durability_ == durability::sync;
   wo.disableWAL = durability_ == durability::none;
   return from(db_->Write(wo, &batch), "write batch");
+}
+
+status store::resume() {
+  return from(db_->Resume(), "resume");
 }
 
 status store::sync_wal() {

@@ -170,6 +170,9 @@ class store {
   status write(rocksdb::WriteBatch& batch);
   // Fsyncs the WAL (the `batch` durability's deferred sync).
   status sync_wal();
+  // After a failed write: RocksDB's recovery from its background error
+  // (ok when there is none).
+  status resume();
 
  private:
   store() = default;

@@ -12,7 +12,8 @@ const char* const load_usage =
     "usage: tidings-load (--server HOST:PORT [--pid PID] | --tidingsd PATH [--node-arg ARG]...\n"
     "                     | --servers HOST:PORT,HOST:PORT,...)\n"
     "                    [--target tidings|nchan]\n"
-    "                    [--scenario fanout|many-streams|resume|restart|idle|cluster|publish|failover]\n"
+    "                    [--scenario fanout|many-streams|resume|restart|idle|idle-streams|cluster|\n"
+    "                                publish|failover]\n"
     "                    [--nodes N] [--publish-node K] [--etcd-members 1|3] [--rounds N]\n"
     "                    [--sessions N] [--events N] [--streams C] [--batch B] [--rate R]\n"
     "                    [--streams-per-session M]\n"
@@ -61,6 +62,9 @@ const char* const load_usage =
     "  (SIGTERM or SIGINT ends the hold early), count the events each one receives, of\n"
     "  any payload, and check their order; prints min/max events per session.\n"
     "  --hold-events N ends the hold once every session has received N events.\n"
+    "idle-streams: C streams (--streams, 20000) get one event each, then nothing; waits for the\n"
+    "  node to release every one from memory (start it with --node-arg --stream-idle-ms=MS;\n"
+    "  fails past --timeout-s) and prints its RSS with the streams held and after, per stream.\n"
     "--token JWT: a bearer token for every request (a node with tenants).\n"
     "--report FILE: also write an HTML page with the figures and plots (latency\n"
     "  distribution, deliveries over time, the node's memory) for the publishing scenarios.\n"
@@ -166,6 +170,8 @@ load_options parse_load_options(const std::vector<std::string>& args) {
         out.kind = scenario::restart;
       } else if (v == "idle") {
         out.kind = scenario::idle;
+      } else if (v == "idle-streams") {
+        out.kind = scenario::idle_streams;
       } else if (v == "cluster") {
         out.kind = scenario::cluster;
       } else if (v == "publish") {
@@ -174,7 +180,9 @@ load_options parse_load_options(const std::vector<std::string>& args) {
         out.kind = scenario::failover;
       } else {
         throw usage_error(
-            "--scenario is fanout, many-streams, resume, restart, idle, cluster, publish or failover, got '" +
+            "--scenario is fanout, many-streams, resume, restart, idle, idle-streams, cluster, publish or "
+            "failover, "
+            "got '" +
             v + "'");
       }
     } else if (arg == "--target") {
@@ -283,9 +291,10 @@ load_options parse_load_options(const std::vector<std::string>& args) {
   if (out.hold_events && !out.hold_s) throw usage_error("--hold-events goes with --hold-s");
   const bool many = out.kind == scenario::many_streams;
   const bool publish = out.kind == scenario::publish;
-  if (out.streams == 0) out.streams = many ? 1000 : 1;
-  if (out.streams > 1 && !many && !publish)
-    throw usage_error("--streams goes with --scenario many-streams or publish");
+  const bool idle_streams = out.kind == scenario::idle_streams;
+  if (out.streams == 0) out.streams = many ? 1000 : idle_streams ? 20000 : 1;
+  if (out.streams > 1 && !many && !publish && !idle_streams)
+    throw usage_error("--streams goes with --scenario many-streams, publish or idle-streams");
   if (out.streams_per_session > std::min<std::size_t>(out.streams, 64))
     throw usage_error("--streams-per-session is at most --streams and 64 (a session's limit)");
   if (out.streams_per_session > 1 && out.peer == target::nchan)

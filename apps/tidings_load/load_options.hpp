@@ -19,7 +19,7 @@ class usage_error : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
-enum class scenario { fanout, many_streams, resume, restart, idle, cluster, publish, failover };
+enum class scenario { fanout, many_streams, resume, restart, idle, idle_streams, cluster, publish, failover };
 
 // What is being measured: a Tidings node, or nginx with the nchan module as
 // the peer it is compared with.

@@ -94,10 +94,11 @@ int main(int argc, char** argv) {
   {
     boost::asio::io_context ioc(1);
     scenario_context ctx{ioc, server, pids, opts, node.get(), cluster_servers};
-    rc = opts.kind == scenario::idle      ? run_idle(ctx)
-         : opts.kind == scenario::cluster ? run_cluster(ctx)
-         : opts.kind == scenario::publish ? run_publish(ctx)
-                                          : run_fanout(ctx);
+    rc = opts.kind == scenario::idle           ? run_idle(ctx)
+         : opts.kind == scenario::idle_streams ? run_idle_streams(ctx)
+         : opts.kind == scenario::cluster      ? run_cluster(ctx)
+         : opts.kind == scenario::publish      ? run_publish(ctx)
+                                               : run_fanout(ctx);
   }
 
   if (cluster) cluster->stop(std::chrono::seconds(15));

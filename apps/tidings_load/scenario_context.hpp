@@ -48,6 +48,7 @@ class fanout_extension {
 int run_fanout(scenario_context& ctx, fanout_extension* extension = nullptr);
 int run_cluster(scenario_context& ctx);
 int run_idle(scenario_context& ctx);
+int run_idle_streams(scenario_context& ctx);
 int run_publish(scenario_context& ctx);
 // Starts its own clusters (one per round), so it takes the options only.
 int run_failover(const load_options& opts);

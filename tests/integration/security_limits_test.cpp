@@ -25,7 +25,8 @@ using nlohmann::json;
 TEST_CASE("each tenant limit refuses past it and the node keeps serving", "[security]") {
   tenant_node node(
       "    limits: {sse_sessions: 3, sse_sessions_per_subject: 2, streams_per_session: 2, watches: 1,\n"
-      "             publish_rate: 5, publish_burst: 5, max_body_bytes: 2000, unknown_streams: 2}\n");
+      "             publish_rate: 5, publish_burst: 5, max_body_bytes: 2000, unknown_streams: 2,\n"
+      "             streams: 3}\n");
   auto ep = node.endpoint();
   auto ann = node.token(token_spec().sub("ann"));
   auto bob = node.token(token_spec().sub("bob"));
@@ -83,6 +84,18 @@ TEST_CASE("each tenant limit refuses past it and the node keeps serving", "[secu
     client::sse_stream existing(ep, "/v1/sse?stream=docs", bearer(bob));
     await_hello(existing);
     healthy();
+  }
+  SECTION("streams per tenant") {
+    for (auto name : {"s1", "s2", "s3"})
+      CHECK(post_json(ep, ann, std::string("/v1/streams/") + name + "/events", R"({"path":"/x"})").status ==
+            201);
+    auto fourth = post_json(ep, ann, "/v1/streams/s4/events", R"({"path":"/x"})");
+    CHECK(fourth.status == 429);
+    CHECK(error_of(fourth).find("3 streams on this node (limits.streams)") != std::string::npos);
+    CHECK(post_json(ep, bob, "/v1/streams/s1/events", R"({"path":"/x"})").status == 201);  // existing: fine
+    CHECK(post_json(ep, globex, "/v1/streams/s4/events", R"({"path":"/x"})").status ==
+          201);  // another tenant
+    CHECK(client::request(ep, "GET", "/v1/streams/s4/events", {}, bearer(ann)).status == 404);  // not created
   }
   SECTION("streams per session") {
     client::sse_stream three(ep, "/v1/sse?stream=a&stream=b&stream=c", bearer(ann));

@@ -1,0 +1,121 @@
+// persistence/write_guard: the free-space reserve and the stop after a
+// failed write, with a fake file system and a fake clock; and a group
+// committer whose guard refuses, which must leave the store untouched.
+
+#include "persistence/write_guard.hpp"
+
+#include <catch2/catch.hpp>
+
+#include <future>
+#include <vector>
+
+#include "persistence/group_commit.hpp"
+#include "temp_dir.hpp"
+
+using namespace tidings::persistence;
+using tidings::persistence::testing::temp_dir;
+using namespace std::chrono_literals;
+
+namespace {
+
+constexpr std::uint64_t mib = 1 << 20;
+
+struct fake_disk {
+  std::optional<std::uint64_t> free = 100 * mib;
+  write_guard::free_space_fn fn() {
+    return [this] { return free; };
+  }
+};
+
+}  // namespace
+
+TEST_CASE("writes stop under the reserve and resume when space returns", "[write-guard]") {
+  fake_disk disk;
+  write_guard g(10 * mib, disk.fn());
+  std::vector<write_guard::state> changes;
+  g.on_change([&](const write_guard::health& h) { changes.push_back(h.now); });
+  auto no_resume = [] { return status(); };
+  CHECK(g.admit(mib, no_resume).ok());
+  disk.free = 10 * mib + mib / 2;  // a batch of 1 MiB would eat into the reserve
+  auto refused = g.admit(mib, no_resume);
+  REQUIRE_FALSE(refused.ok());
+  CHECK(refused.message().find("10 MiB free, 10 MiB kept in reserve") != std::string::npos);
+  CHECK(g.current().now == write_guard::state::full);
+  // Once full, writes wait for a margin above the reserve (an eighth of it,
+  // at least 1 MiB), so the state does not flap at its edge.
+  CHECK_FALSE(g.admit(0, no_resume).ok());
+  disk.free = 10 * mib + 10 * mib / 8 - 1;
+  CHECK_FALSE(g.admit(0, no_resume).ok());
+  disk.free = 10 * mib + 10 * mib / 8;
+  CHECK(g.admit(0, no_resume).ok());
+  disk.free = 5 * mib;
+  CHECK_FALSE(g.admit(0, no_resume).ok());
+  disk.free = 50 * mib;
+  g.recheck(no_resume);  // what the committer does while idle
+  CHECK(g.writable());
+  CHECK(g.current().free_bytes == 50 * mib);
+  CHECK(changes == std::vector{write_guard::state::full, write_guard::state::writable,
+                               write_guard::state::full, write_guard::state::writable});
+  // Reserve 0: only failures refuse; an unreadable file system as well.
+  write_guard off(0, disk.fn());
+  disk.free = 0;
+  CHECK(off.admit(mib, no_resume).ok());
+  disk.free = std::nullopt;
+  CHECK(g.admit(mib, no_resume).ok());
+}
+
+TEST_CASE("after a failed write nothing passes until the store resumes", "[write-guard]") {
+  fake_disk disk;
+  write_guard g(mib, disk.fn());
+  auto t0 = write_guard::clock::time_point{} + 1h;
+  int resumes = 0;
+  bool resume_ok = false;
+  auto resume = [&] {
+    ++resumes;
+    return resume_ok ? status() : status::error("IO error: No space left on device");
+  };
+  g.failed("IO error: No space left on device", t0);
+  CHECK(g.current().now == write_guard::state::failed);
+  // Within the retry interval the store is not even asked.
+  CHECK_FALSE(g.admit(10, resume, t0 + 10ms).ok());
+  CHECK(resumes == 0);
+  auto refused = g.admit(10, resume, t0 + write_guard::retry_every);
+  CHECK(resumes == 1);
+  REQUIRE_FALSE(refused.ok());
+  CHECK(refused.message().find("has not recovered") != std::string::npos);
+  CHECK_FALSE(g.admit(10, resume, t0 + write_guard::retry_every + 10ms).ok());
+  CHECK(resumes == 1);
+  resume_ok = true;
+  CHECK(g.admit(10, resume, t0 + 3 * write_guard::retry_every).ok());
+  CHECK(resumes == 2);
+  CHECK(g.writable());
+}
+
+TEST_CASE("a group committer whose guard refuses writes nothing", "[write-guard]") {
+  temp_dir dir;
+  std::unique_ptr<store> db;
+  REQUIRE(store::open(dir.db(), durability::sync, &db).ok());
+  fake_disk disk;
+  disk.free = 0;
+  write_guard g(mib, disk.fn());
+  group_committer committer(*db, 5ms, &g);
+  auto submit_one = [&](std::uint64_t seq) {
+    write_set ws;
+    ws.stream_id = 7;
+    ws.events.push_back({seq, {}});
+    std::promise<status> done;
+    auto f = done.get_future();
+    committer.submit(std::move(ws), [&done](const status& s) { done.set_value(s); });
+    return f.get();
+  };
+  auto refused = submit_one(1);
+  CHECK_FALSE(refused.ok());
+  CHECK(committer.batches_written() == 0);
+  std::vector<stored_event> events;
+  REQUIRE(db->read_events(7, 0, 10, 10, &events).ok());
+  CHECK(events.empty());
+  disk.free = 100 * mib;
+  CHECK(submit_one(1).ok());
+  REQUIRE(db->read_events(7, 0, 10, 10, &events).ok());
+  CHECK(events.size() == 1);
+}
