@@ -81,6 +81,7 @@ void submit(self_ptr self, persistence::write_set ws, hub_state::in_flight entry
   if (replicating(st) && !entry.frames.empty()) arm_stall_timer(self);
   st.pending.push_back(std::move(entry));
   hub_actor handle = self;
+  ws.fence_on_failure = true;  // after a refusal, nothing past the hole (recover_from_store)
   st.cfg.committer->submit(std::move(ws), [handle, token](const persistence::status& s) {
     caf::anon_send(handle, committed_atom::value, token, s.message());
   });
@@ -135,6 +136,7 @@ void release_unwritable(self_ptr self) {
 }
 
 bool recover_from_store(self_ptr self);
+void on_moved(self_ptr self);
 
 // Why the store takes no writes now, as the publisher hears it; nullopt
 // while it does. Checked before seqs are assigned, so a full disk costs no
@@ -264,8 +266,15 @@ bool recover_from_store(self_ptr self) {
       std::vector<persistence::stored_event> events;
       if (auto s = st.cfg.store->read_events(meta->id, after, meta->head_seq, 256, &events); !s.ok())
         return false;
-      if (events.empty()) break;
+      // The committer fences a stream at its first failed write, so the
+      // store holds no hole; should it, the stream stays refused (logged).
+      if (events.empty() || events.front().seq != after + 1) {
+        logging::error("stream.recovery_refused",
+                       {{"stream", st.cfg.stream.name}, {"after", after}, {"head", meta->head_seq}});
+        return false;
+      }
       std::vector<frame_ptr> frames;
+      frames.reserve(events.size());
       for (auto& e : events)
         frames.push_back(std::make_shared<const core::sse_frame>(
             core::make_sse_frame(meta->name, {meta->epoch, e.seq}, e.ev)));
@@ -275,9 +284,13 @@ bool recover_from_store(self_ptr self) {
     }
     trim_ring(st);
   }
+  // The committer takes this stream's writes again (under either id).
+  if (st.meta) st.cfg.committer->release_stream(st.meta->id);
+  if (meta) st.cfg.committer->release_stream(meta->id);
   st.meta = meta;
   st.committed_head = meta ? meta->head_seq : 0;
   st.committed_first = meta ? meta->first_seq : 1;
+  st.deleted_below = 0;  // a refused trim may have moved it: found again by the next trim
   st.failed = false;
   logging::info("stream.recovered", {{"stream", st.cfg.stream.name},
                                      {"head", st.committed_head},
@@ -508,13 +521,28 @@ bool quiet(const hub_state& st) {
 // memory returns, and the next request spawns a hub from the store.
 void release_if_idle(self_ptr self) {
   auto& st = self->state;
-  if (!quiet(st)) return;
+  if (st.moved || st.fenced || !st.cfg.registry) return;
+  // Age retention trims only while the hub lives: such a stream's hub stays.
+  const bool releasable_when_idle =
+      st.cfg.idle_release.count() > 0 && !st.replicator && !st.failed && st.cfg.retention.max_age_ms <= 0;
+  if (!quiet(st)) {
+    // Busy without sessions (a write under way): look again later.
+    if (st.sinks.empty() && (!st.meta || releasable_when_idle))
+      arm_idle(self, st.meta ? st.cfg.idle_release : st.cfg.unknown_grace);
+    return;
+  }
   if (st.meta) {
-    if (st.cfg.idle_release.count() == 0 || st.replicator || st.failed) return;
+    if (!releasable_when_idle) return;
     auto idle_for = std::chrono::steady_clock::now() - st.last_active;
     if (idle_for < st.cfg.idle_release) return arm_idle(self, st.cfg.idle_release - idle_for);
   }
-  st.released = st.cfg.registry->release_idle(st.cfg.stream, self->address(), st.meta.has_value());
+  if (!st.cfg.registry->release_idle(st.cfg.stream, self->address(), st.meta.has_value())) return;
+  // Moved at once, not when a message says so: a publish or fetch sent by
+  // a thread that got this handle just before the release may already be
+  // in the mailbox, and is forwarded to the stream's next hub instead of
+  // being written here beside it.
+  st.released = true;
+  on_moved(self);
 }
 
 void on_unsub(self_ptr self, const fanout_sink_ptr& sink) {

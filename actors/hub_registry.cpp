@@ -94,7 +94,7 @@ bool hub_registry::release_idle(const stream_key& key, const caf::actor_addr& hu
   if (it == hubs_.end() || it->second.actor.address() != hub || !it->second.owner.empty() ||
       pinned_locked(key))
     return false;
-  drop_locked(it, false);
+  drop_locked(it, false, false);  // the hub moves itself (release_if_idle)
   if (defaults_.metrics) defaults_.metrics->stream_released(exists);
   // glibc keeps freed memory in its arenas; after many hubs went, hand the
   // free pages back (measured: a third of what 20 000 hubs took).
@@ -163,8 +163,8 @@ void hub_registry::renew_relays(const std::string& owner) {
   }
 }
 
-void hub_registry::drop_locked(std::map<stream_key, entry>::iterator it, bool moving) {
-  caf::anon_send(it->second.actor, moved_atom::value);
+void hub_registry::drop_locked(std::map<stream_key, entry>::iterator it, bool moving, bool notify) {
+  if (notify) caf::anon_send(it->second.actor, moved_atom::value);
   if (retired_.size() >= 1024)
     std::erase_if(retired_, [](const caf::actor_addr& a) { return !caf::actor_cast<caf::actor>(a); });
   retired_.push_back(it->second.actor.address());

@@ -116,7 +116,8 @@ class hub_registry {
   };
   // `moving`: the stream is owned elsewhere now, and its log may be handed
   // over from this hub (moved_hub); not for a hub merely released.
-  void drop_locked(std::map<stream_key, entry>::iterator it, bool moving = true);
+  // `notify`: tell the hub `moved` (a released hub moves itself).
+  void drop_locked(std::map<stream_key, entry>::iterator it, bool moving = true, bool notify = true);
   hub_actor spawn_locked(const stream_key& key, bool unknown);
   void uncount_locked(const std::string& tenant);
   // The right actor for `key` now (a relay or the hub), under the lock.

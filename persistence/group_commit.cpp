@@ -35,6 +35,11 @@ void group_committer::stop() {
   if (thread_.joinable() && thread_.get_id() != std::this_thread::get_id()) thread_.join();
 }
 
+void group_committer::release_stream(std::uint64_t stream_id) {
+  std::lock_guard lock(mutex_);
+  fenced_.erase(stream_id);
+}
+
 std::uint64_t group_committer::batches_written() const {
   std::lock_guard lock(mutex_);
   return batches_;
@@ -63,7 +68,7 @@ void group_committer::run() {
   for (;;) {
     // A store whose write or fsync failed is not touched again until it
     // resumed (RocksDB aborts on a WAL used after an error).
-    if (unsynced_ && !guard_blocks() && (clock::now() >= sync_due || (stopping_ && pending_.empty()))) {
+    if (unsynced_ && !guard_failed() && (clock::now() >= sync_due || (stopping_ && pending_.empty()))) {
       unsynced_ = false;
       lock.unlock();
       auto synced = db_.sync_wal();
@@ -78,11 +83,23 @@ void group_committer::run() {
       continue;
     }
     if (!pending_.empty()) {
-      std::vector<std::pair<write_set, callback>> taken(std::make_move_iterator(pending_.begin()),
-                                                        std::make_move_iterator(pending_.end()));
+      // A stream whose earlier log write was refused or failed writes no
+      // more until its hub recovered: a later write would land past a hole.
+      std::vector<std::pair<write_set, callback>> taken, fenced;
+      for (auto& entry : pending_)
+        (entry.first.fence_on_failure && fenced_.contains(entry.first.stream_id) ? fenced : taken)
+            .push_back(std::move(entry));
       pending_.clear();
       lock.unlock();
 
+      for (auto& entry : fenced)
+        entry.second(
+            status::error("an earlier write of this stream failed; it takes writes again once "
+                          "its head was read back"));
+      if (taken.empty()) {
+        lock.lock();
+        continue;
+      }
       rocksdb::WriteBatch batch;
       for (const auto& entry : taken) db_.add_to_batch(entry.first, batch);
       status result = write_guarded(batch);
@@ -91,6 +108,9 @@ void group_committer::run() {
       if (result.ok()) {
         ++batches_;
         sets_ += taken.size();
+      } else {
+        for (const auto& entry : taken)
+          if (entry.first.fence_on_failure) fenced_.insert(entry.first.stream_id);
       }
       if (result.ok() && db_.mode() == durability::batch && !unsynced_) {
         unsynced_ = true;

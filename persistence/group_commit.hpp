@@ -11,6 +11,7 @@
 #include <deque>
 #include <functional>
 #include <mutex>
+#include <set>
 #include <thread>
 
 #include "persistence/store.hpp"
@@ -42,6 +43,10 @@ class group_committer {
   // work before submitting it while the store does not take writes.
   const write_guard* guard() const { return guard_; }
 
+  // The hub of `stream_id` read its head back from the store after a
+  // refused or failed write (write_set::fence_on_failure): its writes go on.
+  void release_stream(std::uint64_t stream_id);
+
   std::uint64_t batches_written() const;
   std::uint64_t sets_written() const;
 
@@ -50,6 +55,9 @@ class group_committer {
   // The batch, if the guard lets it through (and the guard told of a failure).
   status write_guarded(rocksdb::WriteBatch& batch);
   bool guard_blocks() const { return guard_ && !guard_->writable(); }
+  // A failed store is not touched at all (its WAL neither); a full one is
+  // still fsynced (what was acknowledged under `batch` needs it).
+  bool guard_failed() const { return guard_ && guard_->current().now == write_guard::state::failed; }
 
   store& db_;
   write_guard* guard_;
@@ -58,7 +66,8 @@ class group_committer {
   std::condition_variable wake_;
   std::deque<std::pair<write_set, callback>> pending_;
   bool stopping_ = false;
-  bool unsynced_ = false;  // `batch` durability: a write awaits its fsync
+  bool unsynced_ = false;           // `batch` durability: a write awaits its fsync
+  std::set<std::uint64_t> fenced_;  // streams whose log write was refused or failed
   std::uint64_t batches_ = 0;
   std::uint64_t sets_ = 0;
   std::thread thread_;

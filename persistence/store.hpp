@@ -88,6 +88,11 @@ struct write_set {
   std::vector<watch_id> watch_deletes;  // spec, cursors and snapshot
   std::vector<std::pair<watch_id, watch_progress>> progress_puts;
   std::vector<source_snapshot> snapshot_puts;
+  // The stream's own log (a hub's appends and trims): once one such write
+  // of stream_id is refused or fails, the group committer refuses the
+  // stream's later ones too until release_stream(), so that no later write
+  // lands past the hole the failed one left.
+  bool fence_on_failure = false;
 };
 
 struct storage_stats {

@@ -47,8 +47,7 @@ void write_guard::notify(const std::optional<health>& changed) {
   if (f) f(*changed);
 }
 
-status write_guard::admit_locked(std::size_t bytes, const std::function<status()>& resume,
-                                 clock::time_point now, std::optional<health>* changed) {
+status write_guard::admit_locked(std::size_t bytes, const status* resumed, std::optional<health>* changed) {
   auto before = health_.now;
   auto set = [&](state s, std::string reason) {
     health_.now = s;
@@ -56,11 +55,10 @@ status write_guard::admit_locked(std::size_t bytes, const std::function<status()
     if (s != before) *changed = health_;
   };
   if (health_.now == state::failed) {
-    if (now < next_resume_) return status::error(health_.reason);
-    next_resume_ = now + retry_every;
-    if (auto s = resume(); !s.ok()) {
+    if (!resumed) return status::error(health_.reason);
+    if (!resumed->ok()) {
       set(state::failed,
-          "the store's last write failed (" + failure_ + ") and it has not recovered: " + s.message());
+          "the store's last write failed (" + failure_ + ") and it has not recovered: " + resumed->message());
       return status::error(health_.reason);
     }
   }
@@ -84,23 +82,30 @@ std::uint64_t write_guard::resume_margin() const {
 }
 
 status write_guard::admit(std::size_t bytes, const std::function<status()>& resume, clock::time_point now) {
+  // RocksDB's recovery may flush memtables: it runs outside the lock, which
+  // every publish takes (current()). Only the committer thread gets here.
+  bool try_resume = false;
+  {
+    std::lock_guard lock(mutex_);
+    if (health_.now == state::failed && now >= next_resume_) {
+      next_resume_ = now + retry_every;
+      try_resume = true;
+    }
+  }
+  std::optional<status> resumed;
+  if (try_resume) resumed = resume();
   std::optional<health> changed;
   status result;
   {
     std::lock_guard lock(mutex_);
-    result = admit_locked(bytes, resume, now, &changed);
+    result = admit_locked(bytes, resumed ? &*resumed : nullptr, &changed);
   }
   notify(changed);
   return result;
 }
 
 void write_guard::recheck(const std::function<status()>& resume, clock::time_point now) {
-  std::optional<health> changed;
-  {
-    std::lock_guard lock(mutex_);
-    (void)admit_locked(0, resume, now, &changed);
-  }
-  notify(changed);
+  (void)admit(0, resume, now);
 }
 
 void write_guard::failed(const std::string& why, clock::time_point now) {

@@ -55,8 +55,8 @@ class write_guard {
   static constexpr std::chrono::milliseconds retry_every{1000};
 
  private:
-  status admit_locked(std::size_t bytes, const std::function<status()>& resume, clock::time_point now,
-                      std::optional<health>* changed);
+  // `resumed`: the outcome of the store's recovery, when it was tried for this call.
+  status admit_locked(std::size_t bytes, const status* resumed, std::optional<health>* changed);
   void notify(const std::optional<health>& changed);
   // Free space above the reserve a full disk needs before writes resume.
   std::uint64_t resume_margin() const;

@@ -21,6 +21,7 @@ constexpr std::string_view response_header =
     "Content-Type: text/event-stream\r\n"
     "Cache-Control: no-cache\r\n"
     "X-Accel-Buffering: no\r\n"
+    "X-Content-Type-Options: nosniff\r\n"
     "Transfer-Encoding: chunked\r\n";
 
 std::string resync_json(const std::string& stream, std::string_view reason, core::cursor head,

@@ -119,3 +119,36 @@ TEST_CASE("a group committer whose guard refuses writes nothing", "[write-guard]
   REQUIRE(db->read_events(7, 0, 10, 10, &events).ok());
   CHECK(events.size() == 1);
 }
+
+TEST_CASE("after a refused log write a stream writes nothing more until its hub recovered", "[write-guard]") {
+  temp_dir dir;
+  std::unique_ptr<store> db;
+  REQUIRE(store::open(dir.db(), durability::sync, &db).ok());
+  fake_disk disk;
+  disk.free = 0;
+  write_guard g(mib, disk.fn());
+  group_committer committer(*db, 5ms, &g);
+  auto submit_one = [&](std::uint64_t stream, std::uint64_t seq) {
+    write_set ws;
+    ws.stream_id = stream;
+    ws.events.push_back({seq, {}});
+    ws.fence_on_failure = true;
+    std::promise<status> done;
+    auto f = done.get_future();
+    committer.submit(std::move(ws), [&done](const status& s) { done.set_value(s); });
+    return f.get();
+  };
+  CHECK_FALSE(submit_one(7, 1).ok());
+  // Space is back, but seq 2 of stream 7 would land past the hole seq 1 left.
+  disk.free = 100 * mib;
+  auto fenced = submit_one(7, 2);
+  REQUIRE_FALSE(fenced.ok());
+  CHECK(fenced.message().find("earlier write of this stream failed") != std::string::npos);
+  CHECK(submit_one(8, 1).ok());  // other streams are not held back
+  committer.release_stream(7);
+  CHECK(submit_one(7, 1).ok());
+  std::vector<stored_event> events;
+  REQUIRE(db->read_events(7, 0, 10, 10, &events).ok());
+  REQUIRE(events.size() == 1);
+  CHECK(events[0].seq == 1);
+}
