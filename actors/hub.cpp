@@ -143,10 +143,9 @@ void on_moved(self_ptr self);
 // failed write (and no hole to recover from).
 std::optional<publish_result> storage_refusal(const hub_state& st) {
   const auto* guard = st.cfg.committer ? st.cfg.committer->guard() : nullptr;
-  if (!guard) return std::nullopt;
-  auto h = guard->current();
   using state = persistence::write_guard::state;
-  if (h.now == state::writable) return std::nullopt;
+  if (!guard || guard->now() == state::writable) return std::nullopt;
+  auto h = guard->current();  // the reason, only when refusing
   return publish_result{
       h.now == state::full ? publish_outcome::storage_full : publish_outcome::unavailable, {}, h.reason};
 }
@@ -509,9 +508,8 @@ void arm_idle(self_ptr self, std::chrono::steady_clock::duration delay) {
 
 // Nobody waits on the hub and nothing is under way in it.
 bool quiet(const hub_state& st) {
-  return !st.moved && !st.fenced && !st.awaiting && st.cfg.registry && st.sinks.empty() &&
-         st.pending.empty() && st.held_publishes.empty() && st.held_fetches.empty() &&
-         st.held_ahead.empty() && st.held_unwritable.empty();
+  return !st.awaiting && st.sinks.empty() && st.pending.empty() && st.held_publishes.empty() &&
+         st.held_fetches.empty() && st.held_ahead.empty() && st.held_unwritable.empty();
 }
 
 // A hub whose stream does not exist holds a place among the registry's

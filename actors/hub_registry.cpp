@@ -7,6 +7,15 @@
 #endif
 
 namespace tidings::actors {
+namespace {
+
+// A per-tenant count, 0 for a tenant not in the map.
+std::size_t count_of(const std::map<std::string, std::size_t>& counts, const std::string& tenant) {
+  auto it = counts.find(tenant);
+  return it == counts.end() ? 0 : it->second;
+}
+
+}  // namespace
 
 hub_registry::hub_registry(caf::actor_system& sys, persistence::store& store,
                            persistence::group_committer& committer, hub_defaults defaults)
@@ -81,8 +90,7 @@ hub_registry::admission hub_registry::admit_subscriber(const stream_key& key, st
   if (auto s = store_.get_stream(key.tenant, key.name, &meta); !s.ok()) return admission::store_failed;
   if (!meta) {
     if (unknown_ >= defaults_.max_unknown_streams) return admission::node_full;
-    auto held = unknown_by_tenant_.find(key.tenant);
-    if ((held == unknown_by_tenant_.end() ? 0 : held->second) >= tenant_limit) return admission::tenant_full;
+    if (count_of(unknown_by_tenant_, key.tenant) >= tenant_limit) return admission::tenant_full;
   }
   spawn_locked(key, !meta);
   return admission::admitted;
@@ -109,8 +117,7 @@ bool hub_registry::release_idle(const stream_key& key, const caf::actor_addr& hu
 
 std::size_t hub_registry::stream_count(const std::string& tenant) const {
   std::lock_guard lock(mutex_);
-  auto it = streams_by_tenant_.find(tenant);
-  return it == streams_by_tenant_.end() ? 0 : it->second;
+  return count_of(streams_by_tenant_, tenant);
 }
 
 bool hub_registry::may_publish(const stream_key& key, std::size_t limit) {
@@ -119,17 +126,6 @@ bool hub_registry::may_publish(const stream_key& key, std::size_t limit) {
   // only by a tenant at its limit).
   std::optional<persistence::stream_meta> meta;
   return store_.get_stream(key.tenant, key.name, &meta).ok() && meta;
-}
-
-std::size_t hub_registry::unknown_count() const {
-  std::lock_guard lock(mutex_);
-  return unknown_;
-}
-
-std::size_t hub_registry::unknown_count(const std::string& tenant) const {
-  std::lock_guard lock(mutex_);
-  auto it = unknown_by_tenant_.find(tenant);
-  return it == unknown_by_tenant_.end() ? 0 : it->second;
 }
 
 void hub_registry::uncount_locked(const std::string& tenant) {

@@ -81,9 +81,6 @@ class hub_registry {
   // streams: the stream exists, or the tenant has fewer. (Concurrent first
   // publishes to new streams may pass it together.)
   bool may_publish(const stream_key& key, std::size_t limit);
-  // Streams waited on that do not exist yet: on the node, of one tenant.
-  std::size_t unknown_count() const;
-  std::size_t unknown_count(const std::string& tenant) const;
 
   // The node's hub and watch metrics (null: not measured).
   probe* metrics() const { return defaults_.metrics; }

@@ -34,12 +34,12 @@ void add_storage(const persistence::storage_stats& s, const persistence::write_g
             "1 while writes stop: RocksDB stalls them (publishes wait), or the node refuses them "
             "(disk under its reserve, or a failed write not yet recovered: publishes get 507 or 503)",
             s.write_stopped || health.now != state::writable ? 1 : 0));
-  out.push_back(gauge("tidings_storage_refusing",
-                      "Why the node refuses writes now: 1 on the reason's label (full, failed), else 0",
-                      health.now == state::full ? 1 : 0, {{"reason", "full"}}));
-  out.back().metric.push_back(out.back().metric.front());
-  out.back().metric.back().label = {{"reason", "failed"}};
-  out.back().metric.back().gauge.value = health.now == state::failed ? 1 : 0;
+  auto refusing = gauge("tidings_storage_refusing",
+                        "Why the node refuses writes now: 1 on the reason's label (full, failed), else 0",
+                        health.now == state::full ? 1 : 0, {{"reason", "full"}});
+  refusing.metric.push_back(
+      gauge("", "", health.now == state::failed ? 1 : 0, {{"reason", "failed"}}).metric.front());
+  out.push_back(std::move(refusing));
   out.push_back(gauge("tidings_storage_free_bytes",
                       "Free bytes on the data directory's file system, as last checked before a write",
                       d(health.free_bytes)));

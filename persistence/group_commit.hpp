@@ -57,7 +57,7 @@ class group_committer {
   bool guard_blocks() const { return guard_ && !guard_->writable(); }
   // A failed store is not touched at all (its WAL neither); a full one is
   // still fsynced (what was acknowledged under `batch` needs it).
-  bool guard_failed() const { return guard_ && guard_->current().now == write_guard::state::failed; }
+  bool guard_failed() const { return guard_ && guard_->now() == write_guard::state::failed; }
 
   store& db_;
   write_guard* guard_;

@@ -37,6 +37,12 @@ write_guard::health write_guard::current() const {
   return health_;
 }
 
+void write_guard::enter_locked(state s, std::string reason) {
+  health_.now = s;
+  health_.reason = std::move(reason);
+  now_.store(s, std::memory_order_release);
+}
+
 void write_guard::notify(const std::optional<health>& changed) {
   if (!changed) return;
   std::function<void(const health&)> f;
@@ -50,8 +56,7 @@ void write_guard::notify(const std::optional<health>& changed) {
 status write_guard::admit_locked(std::size_t bytes, const status* resumed, std::optional<health>* changed) {
   auto before = health_.now;
   auto set = [&](state s, std::string reason) {
-    health_.now = s;
-    health_.reason = std::move(reason);
+    enter_locked(s, std::move(reason));
     if (s != before) *changed = health_;
   };
   if (health_.now == state::failed) {
@@ -114,8 +119,8 @@ void write_guard::failed(const std::string& why, clock::time_point now) {
     std::lock_guard lock(mutex_);
     failure_ = why;
     if (health_.now != state::failed) {
-      health_.now = state::failed;
-      health_.reason = "the store's last write failed: " + why + "; writes resume once it recovers";
+      enter_locked(state::failed,
+                   "the store's last write failed: " + why + "; writes resume once it recovers");
       changed = health_;
     }
     next_resume_ = now + retry_every;

@@ -8,6 +8,7 @@
 // and after a failed write until the store has resumed. Refused batches are
 // never written, so nothing half-written can surface later.
 
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <functional>
@@ -48,7 +49,9 @@ class write_guard {
   void recheck(const std::function<status()>& resume, clock::time_point now = clock::now());
 
   health current() const;
-  bool writable() const { return current().now == state::writable; }
+  // The state alone, without the lock: every publish asks (hub.cpp).
+  state now() const { return now_.load(std::memory_order_acquire); }
+  bool writable() const { return now() == state::writable; }
   // Called (outside the lock) whenever the state changes, for the log.
   void on_change(std::function<void(const health&)> f);
 
@@ -58,6 +61,8 @@ class write_guard {
   // `resumed`: the outcome of the store's recovery, when it was tried for this call.
   status admit_locked(std::size_t bytes, const status* resumed, std::optional<health>* changed);
   void notify(const std::optional<health>& changed);
+  // Sets health_.now and now_ together (under the lock).
+  void enter_locked(state s, std::string reason);
   // Free space above the reserve a full disk needs before writes resume.
   std::uint64_t resume_margin() const;
 
@@ -65,7 +70,8 @@ class write_guard {
   free_space_fn free_space_;
   mutable std::mutex mutex_;
   health health_;
-  std::string failure_;  // the failed write's error, kept while resuming
+  std::atomic<state> now_{state::writable};  // health_.now, mirrored for now()
+  std::string failure_;                      // the failed write's error, kept while resuming
   clock::time_point next_resume_{};
   std::function<void(const health&)> on_change_;
 };

@@ -7,6 +7,8 @@
 #include <catch2/catch.hpp>
 
 #include <future>
+#include <memory>
+#include <optional>
 #include <vector>
 
 #include "persistence/group_commit.hpp"
@@ -25,6 +27,32 @@ struct fake_disk {
   write_guard::free_space_fn fn() {
     return [this] { return free; };
   }
+};
+
+// A store whose group committer asks `guard`, for one-event writes.
+struct guarded_store {
+  explicit guarded_store(write_guard& guard) {
+    REQUIRE(store::open(dir.db(), durability::sync, &db).ok());
+    committer.emplace(*db, 5ms, &guard);
+  }
+  status submit(std::uint64_t stream, std::uint64_t seq, bool fence) {
+    write_set ws;
+    ws.stream_id = stream;
+    ws.events.push_back({seq, {}});
+    ws.fence_on_failure = fence;
+    std::promise<status> done;
+    auto f = done.get_future();
+    committer->submit(std::move(ws), [&done](const status& s) { done.set_value(s); });
+    return f.get();
+  }
+  std::vector<stored_event> events(std::uint64_t stream) {
+    std::vector<stored_event> out;
+    REQUIRE(db->read_events(stream, 0, 10, 10, &out).ok());
+    return out;
+  }
+  temp_dir dir;
+  std::unique_ptr<store> db;
+  std::optional<group_committer> committer;  // stops before the store closes
 };
 
 }  // namespace
@@ -92,63 +120,33 @@ TEST_CASE("after a failed write nothing passes until the store resumes", "[write
 }
 
 TEST_CASE("a group committer whose guard refuses writes nothing", "[write-guard]") {
-  temp_dir dir;
-  std::unique_ptr<store> db;
-  REQUIRE(store::open(dir.db(), durability::sync, &db).ok());
   fake_disk disk;
   disk.free = 0;
   write_guard g(mib, disk.fn());
-  group_committer committer(*db, 5ms, &g);
-  auto submit_one = [&](std::uint64_t seq) {
-    write_set ws;
-    ws.stream_id = 7;
-    ws.events.push_back({seq, {}});
-    std::promise<status> done;
-    auto f = done.get_future();
-    committer.submit(std::move(ws), [&done](const status& s) { done.set_value(s); });
-    return f.get();
-  };
-  auto refused = submit_one(1);
-  CHECK_FALSE(refused.ok());
-  CHECK(committer.batches_written() == 0);
-  std::vector<stored_event> events;
-  REQUIRE(db->read_events(7, 0, 10, 10, &events).ok());
-  CHECK(events.empty());
+  guarded_store db(g);
+  CHECK_FALSE(db.submit(7, 1, false).ok());
+  CHECK(db.committer->batches_written() == 0);
+  CHECK(db.events(7).empty());
   disk.free = 100 * mib;
-  CHECK(submit_one(1).ok());
-  REQUIRE(db->read_events(7, 0, 10, 10, &events).ok());
-  CHECK(events.size() == 1);
+  CHECK(db.submit(7, 1, false).ok());
+  CHECK(db.events(7).size() == 1);
 }
 
 TEST_CASE("after a refused log write a stream writes nothing more until its hub recovered", "[write-guard]") {
-  temp_dir dir;
-  std::unique_ptr<store> db;
-  REQUIRE(store::open(dir.db(), durability::sync, &db).ok());
   fake_disk disk;
   disk.free = 0;
   write_guard g(mib, disk.fn());
-  group_committer committer(*db, 5ms, &g);
-  auto submit_one = [&](std::uint64_t stream, std::uint64_t seq) {
-    write_set ws;
-    ws.stream_id = stream;
-    ws.events.push_back({seq, {}});
-    ws.fence_on_failure = true;
-    std::promise<status> done;
-    auto f = done.get_future();
-    committer.submit(std::move(ws), [&done](const status& s) { done.set_value(s); });
-    return f.get();
-  };
-  CHECK_FALSE(submit_one(7, 1).ok());
+  guarded_store db(g);
+  CHECK_FALSE(db.submit(7, 1, true).ok());
   // Space is back, but seq 2 of stream 7 would land past the hole seq 1 left.
   disk.free = 100 * mib;
-  auto fenced = submit_one(7, 2);
+  auto fenced = db.submit(7, 2, true);
   REQUIRE_FALSE(fenced.ok());
   CHECK(fenced.message().find("earlier write of this stream failed") != std::string::npos);
-  CHECK(submit_one(8, 1).ok());  // other streams are not held back
-  committer.release_stream(7);
-  CHECK(submit_one(7, 1).ok());
-  std::vector<stored_event> events;
-  REQUIRE(db->read_events(7, 0, 10, 10, &events).ok());
+  CHECK(db.submit(8, 1, true).ok());  // other streams are not held back
+  db.committer->release_stream(7);
+  CHECK(db.submit(7, 1, true).ok());
+  auto events = db.events(7);
   REQUIRE(events.size() == 1);
   CHECK(events[0].seq == 1);
 }
