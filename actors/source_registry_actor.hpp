@@ -78,8 +78,9 @@ struct source_subscribe_reply {
 struct source_subscribe_request {
   std::string tenant;
   std::string uri;
-  // Asked by another cluster member that placed the source here: run it
-  // here whatever this node's (maybe older) view of placement says.
+  // Placed here (by another member, or by this node following a source):
+  // run it here, never elsewhere, once this node's view of placement agrees
+  // (until then it is refused with "retry").
   bool here = false;
   // Called once, on the registry's thread.
   std::function<void(source_subscribe_reply)> reply;

@@ -86,6 +86,15 @@ void on_routed(self_ptr self, const actors::source_subscribe_request_ptr& req, c
                 route.error);
   // Routed before a reload took that connector out: route it again.
   if (st.retired.contains(route.upstream)) return on_subscribe(self, req);
+  // Placed here by a member's view of placement (or by this node's, a
+  // moment ago): run it only while this node's view agrees. The source pins
+  // its stream here, and a hub pinned against this node's placement keeps
+  // what the store has instead of pulling the log from the stream's last
+  // holder: started before this node hears of a drain, it would begin the
+  // stream again (a new epoch, every session resynced). The asker retries.
+  if (auto* router = st.cfg.hubs->router();
+      router && req->here && !router->owner({req->tenant, source_stream_name(route.key)}).empty())
+    return fail(req, watch_error_kind::unavailable, "this node does not own the source's stream yet; retry");
   // In a cluster the source runs where its stream is owned; the answer
   // comes back to this thread like a local one.
   if (auto* router = st.cfg.hubs->router(); router && !req->here) {
