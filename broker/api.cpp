@@ -84,6 +84,12 @@ route_result api::handle(const http_request& req, responder respond) {
     // Reads go on, but a node that takes no writes is not ready for them.
     if (write_guard_ && !write_guard_->writable())
       return {error_response(503, "storage: " + write_guard_->current().reason), {}};
+    if (cluster_.member && !cluster_.member())
+      return {error_response(
+                  503,
+                  "not a cluster member now: not listed in etcd yet, its lease lapsed, or at least as many "
+                  "members hold another cluster secret or tenants (the log says which)"),
+              {}};
     return {http_response{200, "{\"status\":\"ready\"}", "application/json", {}, {}, {}}, {}};
   }
   if (auto token = segment_between(path, "/webhooks/resource-updated/", ""); !token.empty()) {

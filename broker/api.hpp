@@ -83,6 +83,9 @@ struct cluster_hooks {
   // Replication (ADR 0017): per (tenant, stream) this node owns or follows,
   // a JSON object of its term and its followers' or its copy's state.
   std::function<std::map<std::pair<std::string, std::string>, std::string>()> replication;
+  // Whether this node is a member now: listed in etcd under its lease, and
+  // not outvoted (ADR 0024). A node that is not owns nothing: not ready.
+  std::function<bool()> member;
 };
 
 // The node as the admin API shows it, known once it listens.

@@ -1,5 +1,7 @@
 #include "broker/cluster_member.hpp"
 
+#include "broker/tenant_config.hpp"
+
 #include <caf/io/all.hpp>
 #include <charconv>
 #include <nlohmann/json.hpp>
@@ -8,6 +10,7 @@
 #include "cluster/atoms.hpp"
 #include "cluster/etcd_control_plane.hpp"
 #include "cluster/node_actor.hpp"
+#include "cluster/peer_gate.hpp"
 #include "cluster/wire.hpp"
 #include "logging/log.hpp"
 #include "proto/cluster.pb.h"
@@ -52,6 +55,11 @@ std::unique_ptr<cluster_member> cluster_member::start(
       std::chrono::milliseconds(std::max<std::int64_t>(1000, cfg.member_lease_seconds * 400)),
       std::chrono::duration_cast<std::chrono::milliseconds>(3 * lease));
   ncfg.plane = plane;
+  static_assert(cluster_secret_min_bytes == cluster::min_secret_bytes);
+  auto secret = std::make_shared<const cluster::cluster_secret>(cfg.cluster_secret);
+  ncfg.secret = secret;
+  // As configured at start: a reload's tenants are not compared (docs/cluster.md).
+  ncfg.security = secret->fingerprint(security_description(cfg.tenants));
   ncfg.prefix = cfg.etcd_prefix;
   ncfg.lease_seconds = cfg.member_lease_seconds;
   ncfg.hubs = &hubs;
@@ -74,7 +82,22 @@ std::unique_ptr<cluster_member> cluster_member::start(
   member->hubs_ = &hubs;
   hubs.set_router(member->view_.get());
   member->node_ = system.spawn(cluster::node, std::move(ncfg));
-  auto port = system.middleman().publish(member->node_, listen->second, listen->first.c_str(), true);
+  // Only the gate is published: the node actor goes to members that proved
+  // they hold the secret (ADR 0024).
+  cluster::peer_gate_config gate_cfg;
+  gate_cfg.node = member->node_;
+  gate_cfg.member_id = who.node_id;
+  gate_cfg.secret = secret;
+  auto gate = system.spawn(cluster::peer_gate, std::move(gate_cfg));
+  // Each ends with the other: a node nobody can join is no member.
+  caf::actor_cast<caf::actor>(gate)->attach_functor(
+      [node = caf::actor_addr(member->node_.address())](const caf::error&) {
+        if (auto n = caf::actor_cast<caf::actor>(node))
+          caf::anon_send_exit(n, caf::exit_reason::user_shutdown);
+      });
+  member->node_->attach_functor(
+      [gate](const caf::error&) { caf::anon_send_exit(gate, caf::exit_reason::user_shutdown); });
+  auto port = system.middleman().publish(gate, listen->second, listen->first.c_str(), true);
   if (!port) {
     *error = "cluster-listen " + *cfg.cluster_listen + ": " + system.render(port.error());
     hubs.set_router(nullptr);
@@ -99,6 +122,10 @@ cluster_hooks cluster_member::hooks() {
     read(tenant, stream, after_seq, max, std::move(done));
   };
   h.nodes = [this](std::function<void(std::optional<std::string>)> reply) { nodes(std::move(reply)); };
+  h.member = [view] {
+    auto m = view->current();
+    return std::find(m->holders.begin(), m->holders.end(), m->self_id) != m->holders.end();
+  };
   h.replication = [view] {
     std::map<std::pair<std::string, std::string>, std::string> out;
     for (const auto& [key, info] : view->replication_rows()) {

@@ -3,7 +3,9 @@
 #include <yaml-cpp/yaml.h>
 #include <algorithm>
 #include <charconv>
+#include <fstream>
 #include <functional>
+#include <iterator>
 #include <map>
 #include <set>
 #include <string_view>
@@ -138,6 +140,37 @@ std::optional<std::string> set_etcd_prefix(config& c, const std::string& v) {
   return std::nullopt;
 }
 
+// Trailing blanks and newlines are not part of a secret (echo adds one).
+std::string trimmed_secret(std::string secret) {
+  while (!secret.empty() &&
+         (secret.back() == '\n' || secret.back() == '\r' || secret.back() == ' ' || secret.back() == '\t'))
+    secret.pop_back();
+  return secret;
+}
+
+std::optional<std::string> set_cluster_secret_file(config& c, const std::string& v) {
+  std::ifstream in(v, std::ios::binary);
+  if (!in) return "cannot read '" + v + "'";
+  auto secret = trimmed_secret({std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()});
+  if (secret.size() < cluster_secret_min_bytes)
+    return "'" + v + "' holds " + std::to_string(secret.size()) +
+           " bytes; the cluster secret needs at least " + std::to_string(cluster_secret_min_bytes) +
+           " (e.g. openssl rand -hex 32 > " + v + ")";
+  c.cluster_secret = std::move(secret);
+  return std::nullopt;
+}
+
+// In a config file, usually "${env.NAME}"; as a flag it is refused (ps
+// would show it).
+std::optional<std::string> set_cluster_secret(config& c, const std::string& v) {
+  auto secret = trimmed_secret(v);
+  if (secret.size() < cluster_secret_min_bytes)
+    return "holds " + std::to_string(secret.size()) + " bytes; the cluster secret needs at least " +
+           std::to_string(cluster_secret_min_bytes) + " (e.g. the output of openssl rand -hex 32)";
+  c.cluster_secret = std::move(secret);
+  return std::nullopt;
+}
+
 std::optional<std::string> set_audit_log(config& c, const std::string& v) {
   c.audit_log = v;
   return std::nullopt;
@@ -167,6 +200,8 @@ const std::map<std::string, setter>& setters() {
       {"allowed-origins", set_allowed_origins},
       {"allowed-hosts", set_allowed_hosts},
       {"etcd-prefix", set_etcd_prefix},
+      {"cluster-secret-file", set_cluster_secret_file},
+      {"cluster-secret", set_cluster_secret},
       {"member-lease-seconds",
        number<std::int64_t>(1, 300, [](config& c, std::int64_t v) { c.member_lease_seconds = v; })},
       {"advertise",
@@ -422,6 +457,7 @@ std::string usage() {
          "                [--cluster-listen HOST:PORT] [--etcd http://HOST:PORT,...]\n"
          "                [--etcd-prefix /PREFIX/] [--member-lease-seconds S]\n"
          "                [--cluster-advertise HOST:PORT] [--advertise HOST:PORT]\n"
+         "                [--cluster-secret-file FILE]\n"
          "                [--cluster-private-network true|false]\n"
          "                [--replication-factor N] [--write-quorum all|N] [--min-insync N]\n"
          "--check-config FILE validates FILE (with any other flags) and exits: 0 when\n"
@@ -484,6 +520,10 @@ parse_outcome parse_config(const std::vector<std::string>& args) {
     }
   }
   for (auto& [key, value] : flags) {
+    if (key == "cluster-secret")
+      return usage_error(
+          "--cluster-secret: a secret on the command line is visible to every local user (ps); give "
+          "--cluster-secret-file FILE, or cluster-secret: \"${env.NAME}\" in the config file");
     if (auto err = apply(c, key, value, "--" + key)) return usage_error(*err);
     c.flag_settings.insert(key);
   }
@@ -492,8 +532,9 @@ parse_outcome parse_config(const std::vector<std::string>& args) {
             "listen: refusing to listen on " + c.listen_host +
                 ": without tenants (no auth) only loopback is allowed; configure tenants: first",
             false};
-  // The node-to-node port has no authentication of its own yet (docs/cluster.md):
-  // beyond loopback it needs a network only the nodes reach, said out loud.
+  // Members prove the cluster secret, but the node-to-node port's messages are
+  // neither encrypted nor authenticated one by one (docs/cluster.md): beyond
+  // loopback it needs a network only the nodes reach, said out loud.
   if (c.cluster_listen && !is_loopback(c.cluster_listen->substr(0, c.cluster_listen->rfind(':')))) {
     if (c.tenants.empty())
       return {std::nullopt,
@@ -503,7 +544,8 @@ parse_outcome parse_config(const std::vector<std::string>& args) {
     if (!c.cluster_private_network)
       return {std::nullopt,
               "cluster-private-network: cluster-listen " + *c.cluster_listen +
-                  " is not loopback and the cluster port is not authenticated; set cluster-private-network: "
+                  " is not loopback and the cluster port's traffic is neither encrypted nor authenticated "
+                  "per message; set cluster-private-network: "
                   "true once only the nodes can reach it (docs/cluster.md)",
               false};
   }
@@ -539,8 +581,17 @@ parse_outcome parse_config(const std::vector<std::string>& args) {
             "etcd: a cluster needs etcd, where its members and the leaders of its streams are agreed; give "
             "--etcd http://HOST:PORT[,...] (docs/cluster.md)",
             false};
+  if (c.cluster_listen && c.cluster_secret.empty())
+    return {std::nullopt,
+            "cluster-secret: a cluster needs a secret every member holds, at least " +
+                std::to_string(cluster_secret_min_bytes) +
+                " bytes (openssl rand -hex 32 > FILE); give --cluster-secret-file FILE, or cluster-secret: "
+                "\"${env.NAME}\" in the config file (docs/cluster.md)",
+            false};
   if (!c.cluster_listen && (!c.etcd_endpoints.empty() || !c.cluster_advertise.empty()))
     return {std::nullopt, "etcd: a cluster needs cluster-listen too", false};
+  if (!c.cluster_listen && !c.cluster_secret.empty())
+    return {std::nullopt, "cluster-secret: a cluster secret needs cluster-listen too", false};
   if (c.audit_log.empty()) c.audit_log = c.data_dir + "/audit.ndjson";
   if (c.max_connections_per_address == 0) c.max_connections_per_address = c.tenants.empty() ? SIZE_MAX : 256;
   return {c, {}, false};

@@ -25,6 +25,9 @@
 
 namespace tidings::broker {
 
+// The shortest cluster secret accepted (cluster::min_secret_bytes).
+inline constexpr std::size_t cluster_secret_min_bytes = 32;
+
 std::size_t default_io_threads();
 
 struct config {
@@ -96,6 +99,11 @@ struct config {
   std::string advertise;  // HTTP host:port clients are sent to; empty: listen
   // The operator vouches that only the nodes reach a non-loopback cluster port.
   bool cluster_private_network = false;
+  // The secret every member holds (ADR 0024), from cluster-secret-file or
+  // the config file's cluster-secret (at least 32 bytes, trailing blanks
+  // and newlines dropped): it seals the member records in etcd and members
+  // prove it to each other on joining.
+  std::string cluster_secret;
   // Replication (ADR 0017): copies of each stream's log, the owner's
   // included (1: none), and how many followers must hold a write before it
   // is acknowledged (nullopt: every follower that is in sync).

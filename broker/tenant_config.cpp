@@ -396,4 +396,38 @@ std::optional<std::string> parse_tenants(const YAML::Node& node, std::vector<ten
   return std::nullopt;
 }
 
+namespace {
+
+void put_field(std::string& out, std::string_view field) {
+  out += std::to_string(field.size());
+  out += ':';
+  out += field;
+}
+
+}  // namespace
+
+std::string security_description(const std::vector<tenant_spec>& tenants) {
+  std::vector<std::string> rows;
+  for (const auto& t : tenants) {
+    std::vector<std::string> keys;
+    for (const auto& k : t.keys) {
+      std::string key;
+      put_field(key, k.kid);
+      put_field(key, std::to_string(static_cast<int>(k.alg)));
+      put_field(key, k.material);
+      keys.push_back(std::move(key));
+    }
+    std::sort(keys.begin(), keys.end());
+    std::string row;
+    put_field(row, t.id);
+    put_field(row, t.node_operator ? "operator" : "tenant");
+    for (const auto& k : keys) put_field(row, k);
+    rows.push_back(std::move(row));
+  }
+  std::sort(rows.begin(), rows.end());
+  std::string out;
+  for (const auto& r : rows) put_field(out, r);
+  return out;
+}
+
 }  // namespace tidings::broker

@@ -96,4 +96,10 @@ std::optional<std::string> parse_tenants(const YAML::Node& node, std::vector<ten
 // "<tenant>#<kid>", or "<tenant>#<index>" for a key without a kid.
 std::string key_id(const tenant_spec& tenant, std::size_t index);
 
+// What a cluster's members must agree on to serve each other's tenants
+// (ADR 0024): each tenant's id, whether it is a node operator, and its
+// keys (kid, algorithm, material), in an order-independent encoding. It
+// holds key material: it is only ever shown through a keyed hash.
+std::string security_description(const std::vector<tenant_spec>& tenants);
+
 }  // namespace tidings::broker

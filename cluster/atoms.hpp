@@ -8,7 +8,11 @@
 namespace tidings::cluster {
 
 // node <-> node
-using join_atom = caf::atom_constant<caf::atom("cjoin")>;  // (actor, Member) -> Members (itself)
+// Joining goes through the peer gate (cluster/peer_gate.hpp, ADR 0024):
+// (nonce) -> PeerHello, then (actor, PeerJoin) -> (actor, Members). The
+// gate hands a proven join on to its node actor as (actor, Member).
+using hello_atom = caf::atom_constant<caf::atom("chello")>;
+using join_atom = caf::atom_constant<caf::atom("cjoin")>;
 // (node id, incarnation): the sender drains. The record says so too, but a
 // peer must know before the drain's own messages (moved watches) arrive.
 using draining_atom = caf::atom_constant<caf::atom("cdraining")>;

@@ -4,6 +4,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cluster/atoms.hpp"
+#include "cluster/peer_gate.hpp"
 #include "cluster/wire.hpp"
 #include "logging/log.hpp"
 
@@ -102,28 +103,56 @@ void add_peer(self_ptr self, const member& m, const caf::actor& handle, bool pee
   st.cfg.hubs->renew_relays(m.id);
 }
 
-void join(self_ptr self, const caf::actor& peer, const member& expected) {
+void join_failed(self_ptr self, const member& expected, const std::string& error) {
+  self->state.dialing.erase(expected.cluster_address);
+  answer_if_settled(self);
+  // A refusal by the other side's gate is news for the operator; a member
+  // that is down or restarting is not.
+  if (error.find("join refused") != std::string::npos)
+    logging::warn("cluster.peer_refused",
+                  {{"address", expected.cluster_address}, {"node", expected.id}, {"reason", error}});
+  else
+    logging::debug("cluster.join_failed", {{"address", expected.cluster_address}, {"error", error}});
+}
+
+// Through the peer's gate (ADR 0024): its proof first, then ours with this
+// node's handle; the gate answers with its node's, on the same CAF node.
+void join(self_ptr self, const caf::actor& gate, const member& expected) {
   auto& st = self->state;
-  self->request(peer, st.cfg.connect_timeout, join_atom::value, caf::actor_cast<caf::actor>(self),
-                to_proto(st.table.self()).SerializeAsString())
+  auto nonce = make_nonce();
+  self->request(gate, st.cfg.connect_timeout, hello_atom::value, nonce)
       .then(
-          [self, peer, expected](const std::string& bytes) {
-            self->state.dialing.erase(expected.cluster_address);
-            std::vector<member> members;
-            // The peer lists itself first: the one the record names, or
-            // someone else now on that address.
-            if (decode_members(bytes, &members) && !members.empty() && members.front().id == expected.id)
-              add_peer(self, members.front(), peer, false);
-            else
-              logging::warn("cluster.unexpected_peer", {{"address", expected.cluster_address}});
-            answer_if_settled(self);
+          [self, gate, expected, nonce](const std::string& hello) {
+            auto& st = self->state;
+            std::string why;
+            auto join_bytes = answer_hello(
+                {*st.cfg.secret, to_proto(st.table.self()).SerializeAsString(), to_string(self->node())},
+                nonce, hello, expected.id, to_string(gate->node()), &why);
+            if (join_bytes.empty()) {
+              logging::warn("cluster.peer_refused",
+                            {{"address", expected.cluster_address}, {"node", expected.id}, {"reason", why}});
+              return join_failed(self, expected, "unproven gate");
+            }
+            self->request(gate, st.cfg.connect_timeout, join_atom::value, caf::actor_cast<caf::actor>(self),
+                          join_bytes)
+                .then(
+                    [self, gate, expected](const caf::actor& node, const std::string& bytes) {
+                      self->state.dialing.erase(expected.cluster_address);
+                      std::vector<member> members;
+                      // The peer lists itself first: the one the record
+                      // names, or someone else now on that address.
+                      if (node && node->node() == gate->node() && decode_members(bytes, &members) &&
+                          !members.empty() && members.front().id == expected.id)
+                        add_peer(self, members.front(), node, false);
+                      else
+                        logging::warn("cluster.unexpected_peer", {{"address", expected.cluster_address}});
+                      answer_if_settled(self);
+                    },
+                    [self, expected](caf::error& err) {
+                      join_failed(self, expected, self->system().render(err));
+                    });
           },
-          [self, expected](caf::error& err) {
-            self->state.dialing.erase(expected.cluster_address);
-            answer_if_settled(self);
-            logging::debug("cluster.join_failed",
-                           {{"address", expected.cluster_address}, {"error", self->system().render(err)}});
-          });
+          [self, expected](caf::error& err) { join_failed(self, expected, self->system().render(err)); });
 }
 
 // Connecting goes through the middleman actor with a timeout: remote_actor()
@@ -444,6 +473,8 @@ void on_start(self_ptr self, std::uint16_t port) {
   mc.prefix = st.cfg.prefix;
   mc.lease_seconds = st.cfg.lease_seconds;
   mc.plane = st.cfg.plane;
+  mc.secret = st.cfg.secret;
+  mc.security = st.cfg.security;
   mc.listener = caf::actor_cast<caf::actor>(self);
   st.registrar = self->spawn<caf::linked>(registrar, std::move(mc));
   on_change(self);
@@ -473,12 +504,19 @@ caf::behavior node(node_actor* self, node_config cfg) {
   return {
       [self](start_atom, std::uint16_t port) { on_start(self, port); },
       [self](tick_atom) { on_tick(self); },
-      [self](join_atom, const caf::actor& peer, const std::string& bytes) -> std::string {
-        // The asker dialled us from the record; we take its handle too when
-        // the record lists that life of it.
+      [self](join_atom, const caf::actor& peer,
+             const std::string& bytes) -> caf::result<caf::actor, std::string> {
+        // Meant for this node's gate only, which checked the asker's proof
+        // (a hand-made CAF message could still claim to come from it: the
+        // port must stay private until mutual TLS). The asker dialled us
+        // from the record; we take its handle too when the record lists
+        // that life of it.
+        auto sender = self->current_sender();
+        if (!sender || sender->node() != self->node())
+          return caf::make_error(caf::sec::runtime_error, "join refused: not through this node's gate");
         proto::Member p;
         if (parse(bytes, &p)) add_peer(self, from_proto(p), peer, true);
-        return encode_members({self->state.table.self()});
+        return {caf::actor_cast<caf::actor>(self), encode_members({self->state.table.self()})};
       },
       [self](agreed_atom, const agreed_members_ptr& list) {
         if (list) on_agreed(self, *list);

@@ -34,6 +34,10 @@ struct node_config {
   // The agreed record (ADR 0022): where members register, and for how long
   // a registration holds without renewal.
   std::shared_ptr<control_plane> plane;
+  // The cluster's shared secret and this node's security fingerprint (ADR
+  // 0024): they seal its record and prove it to the members it dials.
+  std::shared_ptr<const cluster_secret> secret;
+  std::string security;
   std::string prefix = "/tidings/";
   std::int64_t lease_seconds = 5;
   actors::hub_registry* hubs = nullptr;

@@ -47,8 +47,9 @@ void grant(self_ptr self) {
 void put_self(self_ptr self) {
   auto& st = self->state;
   auto me = caf::actor_cast<caf::actor>(self);
-  st.cfg.plane->put(member_key(st.cfg.prefix, st.cfg.self.id), to_proto(st.cfg.self).SerializeAsString(),
-                    st.lease, [me, attempt = st.attempt](std::string error) {
+  st.cfg.plane->put(member_key(st.cfg.prefix, st.cfg.self.id),
+                    st.cfg.secret->seal(to_proto(st.cfg.self).SerializeAsString(), st.cfg.security), st.lease,
+                    [me, attempt = st.attempt](std::string error) {
                       caf::anon_send(me, put_done_atom::value, attempt, std::move(error));
                     });
 }
@@ -86,6 +87,7 @@ void start_over(self_ptr self) {
   ++st.attempt;
   ++st.watch;  // changes of the old watch no longer count
   st.members.clear();
+  st.refused.clear();
   st.listed_self = false;
   grant(self);
 }
@@ -113,17 +115,54 @@ void report(self_ptr self) {
   }
   if (!self_listed) return lapse(self, "the record no longer lists this node");
   st.listed_self = true;
+  bool outvoted = st.refused.size() >= list->members.size();
+  if (outvoted && !st.outvoted) {
+    // Stepping aside ends this life as a lapse does (the others stop
+    // counting on it, and a copy it holds may fall behind): the node hears
+    // of its new incarnation first, and the record says it.
+    ++st.cfg.self.incarnation;
+    logging::error("cluster.outvoted",
+                   {{"node", st.cfg.self.id},
+                    {"accepted", static_cast<std::uint64_t>(list->members.size())},
+                    {"refused", static_cast<std::uint64_t>(st.refused.size())},
+                    {"incarnation", st.cfg.self.incarnation},
+                    {"meaning",
+                     "at least as many listed members hold another cluster secret or security configuration "
+                     "as this node's: it takes no part (owns no stream) until the records agree"}});
+    caf::anon_send(st.cfg.listener, lapsed_atom::value, st.cfg.self.incarnation);
+    put_self(self);
+  } else if (!outvoted && st.outvoted) {
+    logging::info("cluster.outvoted_no_more", {{"node", st.cfg.self.id}});
+  }
+  st.outvoted = outvoted;
+  if (outvoted) list->members.clear();
   caf::anon_send(st.cfg.listener, agreed_atom::value, agreed_members_ptr(list));
 }
 
-bool apply(registrar_state& st, const std::string& key, const std::string& value) {
+void refuse(registrar_state& st, const std::string& key, const std::string& node, const std::string& why) {
+  st.members.erase(key);
+  auto [it, added] = st.refused.try_emplace(key, why);
+  if (!added && it->second == why) return;  // said already
+  it->second = why;
+  logging::warn("cluster.member_refused", {{"key", key}, {"node", node}, {"reason", why}});
+}
+
+void apply(registrar_state& st, const std::string& key, const std::string& value) {
+  std::string why;
+  auto opened = st.cfg.secret->open(value, &why);
+  if (!opened) return refuse(st, key, "", why);
   proto::Member p;
-  if (!parse(value, &p) || p.id().empty()) {
-    logging::warn("cluster.bad_member_record", {{"key", key}});
-    return false;
-  }
+  if (!parse(opened->member, &p) || p.id().empty()) return refuse(st, key, "", "not a member record");
+  // Sealed, but copied under another key: it would count twice, or keep a
+  // member listed after its own key expired.
+  if (key != member_key(st.cfg.prefix, p.id()))
+    return refuse(st, key, p.id(), "member " + p.id() + "'s record under another member's key");
+  if (opened->security != st.cfg.security)
+    return refuse(st, key, p.id(),
+                  "its security configuration (tenants and keys) differs from this node's: fingerprint " +
+                      short_hex(opened->security) + ", here " + short_hex(st.cfg.security));
+  st.refused.erase(key);
   st.members[key] = from_proto(p);
-  return true;
 }
 
 // The lease may be gone by now if it was not renewed within its TTL.
@@ -193,6 +232,7 @@ void on_listed(self_ptr self, std::uint64_t attempt, const std::string& error, c
   if (!error.empty()) return retry_later(self, "list", error);
   if (past_deadline(self)) return lapse(self, "the lease may have expired while listing");
   st.members.clear();
+  st.refused.clear();  // (a record still refused is logged again: this is a new listing)
   for (const auto& kv : *kvs) apply(st, kv.key, kv.value);
   st.revision = revision;
   report(self);
@@ -211,6 +251,7 @@ void on_changed(self_ptr self, std::uint64_t id, const plane_changes_ptr& change
       // record says after that is news to a non-member.
       if (c.key == own) return lapse(self, "the record deleted this node's key (its lease expired)");
       st.members.erase(c.key);
+      st.refused.erase(c.key);
     } else {
       apply(st, c.key, c.value);
     }

@@ -15,6 +15,15 @@
 // seen after that without first learning it was gone itself. The
 // deadline is measured from when the last successful renewal was sent:
 // the record cannot expire the lease earlier than that plus its TTL.
+//
+// Records are sealed with the cluster's secret (ADR 0024). One this node
+// cannot open, or with another security fingerprint, is refused and logged
+// (cluster.member_refused), as is a sealed record under another member's
+// key. When refused records are at least as many as accepted ones, this
+// node lapses into a new life and is then told of no members at all (it
+// owns nothing) rather than of the ones it accepts: the other side of such
+// a split sees the same count the other way round, and two halves each
+// placing every stream on themselves would hand out the same cursors twice.
 
 #include <caf/all.hpp>
 #include <chrono>
@@ -25,6 +34,7 @@
 #include <vector>
 
 #include "cluster/atoms.hpp"
+#include "cluster/cluster_secret.hpp"
 #include "cluster/control_plane.hpp"
 #include "cluster/member_table.hpp"
 
@@ -68,7 +78,12 @@ using registrar_actor = caf::typed_actor<
     caf::reacts_to<unwatched_atom, std::uint64_t, std::string>>;
 
 struct registrar_config {
-  member self;         // its addresses as other nodes dial them
+  member self;  // its addresses as other nodes dial them
+  // Seals this node's record and opens the others' (ADR 0024); a record
+  // it cannot open, or whose security fingerprint is not `security`, is
+  // refused: not a member.
+  std::shared_ptr<const cluster_secret> secret;
+  std::string security;
   std::string prefix;  // the cluster's keys ("/tidings/"); members under prefix + "members/"
   std::int64_t lease_seconds = 5;
   std::shared_ptr<control_plane> plane;
@@ -90,9 +105,14 @@ struct registrar_state {
   bool renewing = false;
   bool listed_self = false;  // the listener was told of a list holding this node
   std::int64_t revision = 0;
-  std::uint64_t watch = 0;                // the watch whose changes count
-  std::map<std::string, member> members;  // by key, as the record holds them
-  std::chrono::milliseconds pause{0};     // before the next try of a failed step
+  std::uint64_t watch = 0;                     // the watch whose changes count
+  std::map<std::string, member> members;       // by key, as the record holds them
+  std::map<std::string, std::string> refused;  // by key: why that record is not a member's
+  // At least as many records refused as accepted (this node's own among
+  // them): this node reports no members, so it owns nothing, and steps
+  // aside as a new life.
+  bool outvoted = false;
+  std::chrono::milliseconds pause{0};  // before the next try of a failed step
 };
 
 registrar_actor::behavior_type registrar(registrar_actor::stateful_pointer<registrar_state> self,

@@ -1,15 +1,40 @@
 #include "apps/tidings_load/cluster_nodes.hpp"
 
 #include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <fstream>
 #include <iostream>
+#include <random>
 #include <stdexcept>
 
+#include <stdlib.h>
 #include <sys/wait.h>
 
 #include "apps/tidings_load/nodes_view.hpp"
 #include "core/placement.hpp"
 
 namespace tidings::load {
+
+cluster_nodes::secret_file::secret_file() {
+  std::string pattern = (std::filesystem::temp_directory_path() / "tidings-load-secret-XXXXXX").string();
+  if (::mkdtemp(pattern.data()) == nullptr)
+    throw std::runtime_error("mkdtemp: " + std::string(std::strerror(errno)));
+  dir = pattern;
+  path = dir / "cluster.secret";
+  static constexpr char digits[] = "0123456789abcdef";
+  std::random_device rd;
+  std::string secret;
+  for (int i = 0; i < 64; ++i) secret.push_back(digits[rd() % 16]);
+  std::ofstream(path) << secret << '\n';
+  std::filesystem::permissions(path,
+                               std::filesystem::perms::owner_read | std::filesystem::perms::owner_write);
+}
+
+cluster_nodes::secret_file::~secret_file() {
+  std::error_code ec;
+  std::filesystem::remove_all(dir, ec);
+}
 
 cluster_nodes::cluster_nodes(const std::string& binary, std::size_t count,
                              const std::vector<std::string>& extra_args, const std::string& token,
@@ -18,9 +43,14 @@ cluster_nodes::cluster_nodes(const std::string& binary, std::size_t count,
   try {
     etcd_ = std::make_unique<etcd_process>(etcd_members, start_timeout);
     for (std::size_t i = 0; i < count; ++i) {
-      std::vector<std::string> args{
-          "--cluster-listen",           "127.0.0.1:0", "--etcd", etcd_->endpoints(), "--member-lease-seconds",
-          std::to_string(lease_seconds)};
+      std::vector<std::string> args{"--cluster-listen",
+                                    "127.0.0.1:0",
+                                    "--etcd",
+                                    etcd_->endpoints(),
+                                    "--member-lease-seconds",
+                                    std::to_string(lease_seconds),
+                                    "--cluster-secret-file",
+                                    secret_.path.string()};
       args.insert(args.end(), extra_args.begin(), extra_args.end());
       nodes_.push_back(std::make_unique<node_process>(binary, args, start_timeout));
     }

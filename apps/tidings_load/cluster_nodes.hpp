@@ -9,6 +9,7 @@
 
 #include <chrono>
 #include <cstddef>
+#include <filesystem>
 #include <memory>
 #include <string>
 #include <vector>
@@ -58,6 +59,14 @@ class cluster_nodes {
   std::size_t stop(std::chrono::milliseconds timeout);
 
  private:
+  // The nodes' shared cluster secret (ADR 0024), in a file of its own
+  // directory; removed with the object.
+  struct secret_file {
+    secret_file();
+    ~secret_file();
+    std::filesystem::path dir, path;
+  };
+  secret_file secret_;
   std::unique_ptr<etcd_process> etcd_;  // outlives the nodes (declared first)
   std::vector<std::unique_ptr<node_process>> nodes_;
 };

@@ -59,6 +59,16 @@ class temp_file {
   std::filesystem::path dir_;
 };
 
+// A cluster secret file every cluster case below may name.
+const std::string& secret_file() {
+  static temp_file file("");
+  static const std::string path = [] {
+    std::ofstream(file.path()) << std::string(64, 'k') << "\n";
+    return file.path();
+  }();
+  return path;
+}
+
 config parsed(const std::vector<std::string>& args) {
   auto out = parse_config(args);
   INFO(out.error);
@@ -299,20 +309,20 @@ TEST_CASE("replication-factor and write-quorum are checked against each other", 
 
 TEST_CASE("a cluster registers in etcd: etcd, etcd-prefix and member-lease-seconds, and --seeds is gone",
           "[config][cluster]") {
-  auto c = parsed(
-      {"--cluster-listen", "127.0.0.1:7100", "--etcd", "http://127.0.0.1:2379, http://127.0.0.2:2379/"});
+  auto c = parsed({"--cluster-listen", "127.0.0.1:7100", "--etcd",
+                   "http://127.0.0.1:2379, http://127.0.0.2:2379/", "--cluster-secret-file", secret_file()});
   CHECK(c.etcd_endpoints == std::vector<std::string>{"http://127.0.0.1:2379", "http://127.0.0.2:2379"});
   CHECK(c.etcd_prefix == "/tidings/");
   CHECK(c.member_lease_seconds == 5);
-  c = parsed({"--cluster-listen", "127.0.0.1:7100", "--etcd", "http://127.0.0.1:2379", "--etcd-prefix", "/eu",
-              "--member-lease-seconds", "2"});
+  c = parsed({"--cluster-listen", "127.0.0.1:7100", "--cluster-secret-file", secret_file(), "--etcd",
+              "http://127.0.0.1:2379", "--etcd-prefix", "/eu", "--member-lease-seconds", "2"});
   CHECK(c.etcd_prefix == "/eu/");
   CHECK(c.member_lease_seconds == 2);
   // One node alone needs neither.
   CHECK(parsed({}).etcd_endpoints.empty());
 
-  CHECK(parse_error({"--cluster-listen", "127.0.0.1:7100"}).find("a cluster needs etcd") !=
-        std::string::npos);
+  CHECK(parse_error({"--cluster-listen", "127.0.0.1:7100", "--cluster-secret-file", secret_file()})
+            .find("a cluster needs etcd") != std::string::npos);
   CHECK(parse_error({"--etcd", "http://127.0.0.1:2379"}).find("needs cluster-listen") != std::string::npos);
   CHECK(parse_error({"--etcd", "https://127.0.0.1:2379"}).find("TLS to etcd is not supported yet") !=
         std::string::npos);
@@ -337,4 +347,38 @@ TEST_CASE("min-insync defaults to 2 with replication and is at most replication-
   CHECK(e.find("min-insync") != std::string::npos);
   CHECK(e.find("keeps only 2") != std::string::npos);
   CHECK(parse_error({"--min-insync", "0"}).find("min-insync") != std::string::npos);
+}
+
+TEST_CASE(
+    "a cluster needs a shared secret of at least 32 bytes, from a file or the config file, never from the "
+    "command line",
+    "[config][cluster]") {
+  const std::vector<std::string> cluster{"--cluster-listen", "127.0.0.1:7100", "--etcd",
+                                         "http://127.0.0.1:2379"};
+  auto with = [&](std::vector<std::string> more) {
+    auto args = cluster;
+    args.insert(args.end(), more.begin(), more.end());
+    return args;
+  };
+  CHECK(parsed(with({"--cluster-secret-file", secret_file()})).cluster_secret == std::string(64, 'k'));
+  auto missing = parse_error(cluster);
+  CHECK(missing.find("cluster-secret: a cluster needs a secret every member holds") != std::string::npos);
+  CHECK(missing.find("--cluster-secret-file") != std::string::npos);
+
+  temp_file short_secret("too short\n");
+  auto too_short = parse_error(with({"--cluster-secret-file", short_secret.path()}));
+  CHECK(too_short.find("holds 9 bytes") != std::string::npos);
+  CHECK(too_short.find("at least 32") != std::string::npos);
+  CHECK(parse_error(with({"--cluster-secret-file", "/nonexistent/secret"})).find("cannot read") !=
+        std::string::npos);
+  auto on_command_line = parse_error(with({"--cluster-secret", std::string(40, 'x')}));
+  CHECK(on_command_line.find("visible to every local user") != std::string::npos);
+  CHECK(parse_error({"--cluster-secret-file", secret_file()}).find("needs cluster-listen too") !=
+        std::string::npos);
+
+  temp_file file("cluster-listen: 127.0.0.1:7100\netcd: http://127.0.0.1:2379\ncluster-secret: \"" +
+                 std::string(40, 'f') + "\"\n");
+  CHECK(parsed({"--config", file.path()}).cluster_secret == std::string(40, 'f'));
+  file.write("cluster-listen: 127.0.0.1:7100\netcd: http://127.0.0.1:2379\ncluster-secret: short\n");
+  CHECK(parse_error({"--config", file.path()}).find("cluster-secret: holds 5 bytes") != std::string::npos);
 }

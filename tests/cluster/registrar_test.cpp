@@ -71,8 +71,14 @@ member make(const std::string& id, std::int64_t incarnation = 1) {
   return member{id, "127.0.0.1:71" + id, "127.0.0.1:81" + id, incarnation, false};
 }
 
-std::string value_of(const member& m) {
-  return to_proto(m).SerializeAsString();
+// The cluster's secret and security fingerprint in these tests.
+const cluster_secret test_secret(std::string(32, 's'));
+const std::string test_security = test_secret.fingerprint("tenants: none");
+
+// A record as a member with this secret and fingerprint puts it.
+std::string value_of(const member& m, const cluster_secret& secret = test_secret,
+                     const std::string& security = test_security) {
+  return secret.seal(to_proto(m).SerializeAsString(), security);
 }
 
 // What the node actor would hear.
@@ -123,6 +129,8 @@ struct fixture {
     rc.prefix = prefix;
     rc.lease_seconds = 2;
     rc.plane = plane;
+    rc.secret = std::make_shared<const cluster_secret>(test_secret);
+    rc.security = test_security;
     rc.listener = sys->spawn(listener, h);
     reg = sys->spawn(registrar, std::move(rc));
     sched->run();
@@ -186,8 +194,12 @@ TEST_CASE("the registrar registers under a lease, then reports the agreed list a
   SECTION("draining puts this node's record again, saying so") {
     caf::anon_send(f.reg, drain_atom::value);
     f.sched->run();
+    std::string why;
+    auto opened = test_secret.open(f.plane->puts.back().value, &why);
+    REQUIRE(opened);
+    CHECK(opened->security == test_security);
     tidings::proto::Member p;
-    REQUIRE(p.ParseFromString(f.plane->puts.back().value));
+    REQUIRE(p.ParseFromString(opened->member));
     CHECK(p.draining());
     CHECK(f.plane->puts.back().lease == 101);
   }
@@ -281,4 +293,71 @@ TEST_CASE("a failed grant is tried again after a pause", "[registrar]") {
   CHECK(f.plane->grants.size() == 2);
   f.register_with({});
   CHECK(f.h->lists.back() == std::vector<std::string>{"a"});
+}
+
+TEST_CASE(
+    "records sealed with another secret, forged, copied under another key or with another security "
+    "fingerprint "
+    "are refused, and a node they outnumber steps aside as a new life",
+    "[registrar]") {
+  fixture f;
+  const cluster_secret other_secret(std::string(32, 'o'));
+  auto forged = value_of(make("d"));
+  forged[forged.size() / 2] ^= 0x20;  // a flipped bit inside the sealed member or its proof
+  f.register_with({make("b")});
+  REQUIRE(f.h->lists.back() == std::vector<std::string>{"a", "b"});
+  const auto puts_before = f.plane->puts.size();
+
+  f.plane->watches.back().changed(
+      {{false, member_key(f.prefix, "c"), value_of(make("c"), other_secret)},
+       {false, member_key(f.prefix, "e"), to_proto(make("e")).SerializeAsString()}},  // never sealed
+      11);
+  f.sched->run();
+  // Two refused against two accepted (this node's own among them): a tie,
+  // and this node cannot tell which side is right: it lapses into a new
+  // life, says so in the record, and takes no part.
+  CHECK(f.h->order == std::vector<std::string>{"agreed", "lapsed", "agreed"});
+  CHECK(f.h->lists.back().empty());
+  REQUIRE(f.h->lapses == std::vector<std::int64_t>{8});
+  REQUIRE(f.plane->puts.size() == puts_before + 1);
+  std::string why;
+  auto put = test_secret.open(f.plane->puts.back().value, &why);
+  REQUIRE(put);
+  tidings::proto::Member p;
+  REQUIRE(p.ParseFromString(put->member));
+  CHECK(p.incarnation() == 8);
+
+  f.plane->watches.back().changed({{true, member_key(f.prefix, "e"), ""}}, 12);
+  f.sched->run();
+  CHECK(f.h->lists.back() == std::vector<std::string>{"a", "b"});  // c is still refused
+  CHECK(f.h->lapses.size() == 1);
+
+  f.plane->watches.back().changed({{false, member_key(f.prefix, "d"), forged},
+                                   {false, member_key(f.prefix, "f"), value_of(make("f"))},
+                                   {false, member_key(f.prefix, "g"),
+                                    value_of(make("g"), test_secret, test_secret.fingerprint("other"))}},
+                                  13);
+  f.sched->run();
+  // c, d and g refused; a, b and f accepted: a tie again.
+  CHECK(f.h->lists.back().empty());
+  CHECK(f.h->lapses == std::vector<std::int64_t>{8, 9});
+  f.plane->watches.back().changed({{false, member_key(f.prefix, "h"), value_of(make("h"))}}, 14);
+  f.sched->run();
+  CHECK(f.h->lists.back() == std::vector<std::string>{"a", "b", "f", "h"});
+
+  SECTION("a refused member that comes back with the right seal is accepted") {
+    f.plane->watches.back().changed({{false, member_key(f.prefix, "c"), value_of(make("c"))}}, 15);
+    f.sched->run();
+    CHECK(f.h->lists.back() == std::vector<std::string>{"a", "b", "c", "f", "h"});
+  }
+  SECTION("a member's sealed record copied under another key counts for nothing") {
+    f.plane->watches.back().changed(
+        {{true, member_key(f.prefix, "c"), ""}, {true, member_key(f.prefix, "d"), ""}}, 15);
+    f.plane->watches.back().changed({{false, member_key(f.prefix, "x"), value_of(make("b"))}}, 16);
+    f.sched->run();
+    CHECK(f.h->lists.back() == std::vector<std::string>{"a", "b", "f", "h"});
+    f.plane->watches.back().changed({{true, member_key(f.prefix, "b"), ""}}, 17);
+    f.sched->run();
+    CHECK(f.h->lists.back() == std::vector<std::string>{"a", "f", "h"});  // gone with its own key
+  }
 }

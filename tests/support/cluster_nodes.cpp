@@ -4,7 +4,9 @@
 #include <algorithm>
 #include <cstdlib>
 #include <exception>
+#include <fstream>
 #include <iostream>
+#include <random>
 #include <set>
 #include <sstream>
 #include <stdexcept>
@@ -51,6 +53,24 @@ std::string join(const std::vector<std::string>& parts, char sep) {
 
 }  // namespace
 
+std::string random_cluster_secret() {
+  static constexpr char digits[] = "0123456789abcdef";
+  std::random_device rd;
+  std::string out;
+  for (int i = 0; i < 64; ++i) out.push_back(digits[rd() % 16]);
+  return out;
+}
+
+void write_cluster_secret(const std::filesystem::path& file, const std::string& secret) {
+  {
+    std::ofstream out(file, std::ios::binary | std::ios::trunc);
+    out << secret << '\n';
+    if (!out) throw std::runtime_error("cannot write " + file.string());
+  }
+  std::filesystem::permissions(file,
+                               std::filesystem::perms::owner_read | std::filesystem::perms::owner_write);
+}
+
 struct cluster_nodes::node {
   temp_dir dir;
   std::unique_ptr<tidingsd_process> process;
@@ -66,6 +86,7 @@ cluster_nodes::cluster_nodes(std::size_t count, std::vector<std::string> extra_a
                              bool distinct_users)
     : etcd_(etcd ? etcd : &shared_etcd()),
       prefix_(fresh_prefix()),
+      secret_(random_cluster_secret()),
       distinct_users_(distinct_users),
       extra_args_(std::move(extra_args)),
       exceptions_at_start_(std::uncaught_exceptions()) {
@@ -114,7 +135,10 @@ void cluster_nodes::start(std::size_t i) {
                                 "--etcd-prefix",
                                 prefix_,
                                 "--member-lease-seconds",
-                                "2"};
+                                "2",
+                                "--cluster-secret-file",
+                                (n.dir.path() / "cluster.secret").string()};
+  write_cluster_secret(n.dir.path() / "cluster.secret", secret_);
   // TIDINGS_CLUSTER_DEBUG=1: every node logs at debug (with TIDINGS_CLUSTER_LOGS to see it).
   if (std::getenv("TIDINGS_CLUSTER_DEBUG") != nullptr) args.emplace_back("--verbose");
   args.insert(args.end(), extra_args_.begin(), extra_args_.end());

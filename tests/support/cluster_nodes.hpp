@@ -32,6 +32,11 @@
 
 namespace tidings::testing {
 
+// 64 random hex digits: a cluster secret (ADR 0024).
+std::string random_cluster_secret();
+// Writes `secret` to `file` (mode 0600) for --cluster-secret-file.
+void write_cluster_secret(const std::filesystem::path& file, const std::string& secret);
+
 class cluster_nodes {
  public:
   // Starts `count` nodes with `extra_args` each (after the harness's own
@@ -83,6 +88,8 @@ class cluster_nodes {
   // The etcd the nodes register in, and this cluster's key prefix there.
   etcd_cluster& etcd() const { return *etcd_; }
   const std::string& etcd_prefix() const { return prefix_; }
+  // The secret every node holds (in cluster.secret of its data directory).
+  const std::string& secret() const { return secret_; }
 
   // Polls every running node's GET /admin/v1/nodes (short, growing pauses)
   // until each lists exactly the running nodes as alive (listed in etcd: a
@@ -111,6 +118,7 @@ class cluster_nodes {
 
   etcd_cluster* etcd_;
   std::string prefix_;  // this cluster's keys in etcd
+  std::string secret_;  // fresh per cluster
   bool distinct_users_;
   std::vector<std::string> extra_args_;
   std::vector<std::unique_ptr<node>> nodes_;
