@@ -295,6 +295,14 @@ describe('two browsers on one document', () => {
     process.kill(node.child.pid, 'SIGSTOP');
     try {
       for (const { page } of [a, b]) await awaitState(page, 'reconnecting', 15000);
+    } catch (err) {
+      // Seen once in a loaded full run: say what each page was doing.
+      const states = [];
+      for (const [name, { page }] of [['A', a], ['B', b]])
+        states.push(`${name}: ${await page.getAttribute('[data-testid=connection-state]', 'data-state')} ` +
+          JSON.stringify(await clientStats(page)));
+      err.message += `\nstates: ${states.join('; ')}\nA's state changes: ${reasons}`;
+      throw err;
     } finally {
       process.kill(node.child.pid, 'SIGCONT');
     }
