@@ -36,17 +36,7 @@ using nlohmann::json;
 // `extra` flags: a would-be fourth member.
 std::unique_ptr<tidingsd_process> outsider(const cluster_nodes& cluster, const temp_dir& dir,
                                            const std::string& secret, std::vector<std::string> extra = {}) {
-  write_cluster_secret(dir.path() / "cluster.secret", secret);
-  std::vector<std::string> args{"--cluster-listen",
-                                "127.0.0.1:0",
-                                "--etcd",
-                                cluster.etcd().endpoints(),
-                                "--etcd-prefix",
-                                cluster.etcd_prefix(),
-                                "--member-lease-seconds",
-                                "2",
-                                "--cluster-secret-file",
-                                (dir.path() / "cluster.secret").string()};
+  auto args = cluster.member_args(dir.path(), secret);
   args.insert(args.end(), extra.begin(), extra.end());
   return std::make_unique<tidingsd_process>(dir.path() / "data", std::move(args), 20s);
 }

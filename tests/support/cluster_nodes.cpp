@@ -61,6 +61,8 @@ std::string random_cluster_secret() {
   return out;
 }
 
+namespace {
+
 void write_cluster_secret(const std::filesystem::path& file, const std::string& secret) {
   {
     std::ofstream out(file, std::ios::binary | std::ios::trunc);
@@ -70,6 +72,8 @@ void write_cluster_secret(const std::filesystem::path& file, const std::string& 
   std::filesystem::permissions(file,
                                std::filesystem::perms::owner_read | std::filesystem::perms::owner_write);
 }
+
+}  // namespace
 
 struct cluster_nodes::node {
   temp_dir dir;
@@ -122,23 +126,28 @@ const cluster_nodes::node& cluster_nodes::at(std::size_t i) const {
   return *nodes_[i];
 }
 
+std::vector<std::string> cluster_nodes::member_args(const std::filesystem::path& dir,
+                                                    const std::string& secret) const {
+  write_cluster_secret(dir / "cluster.secret", secret);
+  return {"--cluster-listen",
+          "127.0.0.1:0",
+          "--etcd",
+          etcd_->endpoints(),
+          "--etcd-prefix",
+          prefix_,
+          "--member-lease-seconds",
+          "2",
+          "--cluster-secret-file",
+          (dir / "cluster.secret").string()};
+}
+
 void cluster_nodes::start(std::size_t i) {
   auto& n = at(i);
   if (n.process) {
     n.earlier_logs += "---- run " + std::to_string(n.runs) + " ----\n" + n.process->log();
     n.process.reset();
   }
-  std::vector<std::string> args{"--cluster-listen",
-                                "127.0.0.1:0",
-                                "--etcd",
-                                etcd_->endpoints(),
-                                "--etcd-prefix",
-                                prefix_,
-                                "--member-lease-seconds",
-                                "2",
-                                "--cluster-secret-file",
-                                (n.dir.path() / "cluster.secret").string()};
-  write_cluster_secret(n.dir.path() / "cluster.secret", secret_);
+  auto args = member_args(n.dir.path(), secret_);
   // TIDINGS_CLUSTER_DEBUG=1: every node logs at debug (with TIDINGS_CLUSTER_LOGS to see it).
   if (std::getenv("TIDINGS_CLUSTER_DEBUG") != nullptr) args.emplace_back("--verbose");
   args.insert(args.end(), extra_args_.begin(), extra_args_.end());

@@ -34,8 +34,6 @@ namespace tidings::testing {
 
 // 64 random hex digits: a cluster secret (ADR 0024).
 std::string random_cluster_secret();
-// Writes `secret` to `file` (mode 0600) for --cluster-secret-file.
-void write_cluster_secret(const std::filesystem::path& file, const std::string& secret);
 
 class cluster_nodes {
  public:
@@ -90,6 +88,9 @@ class cluster_nodes {
   const std::string& etcd_prefix() const { return prefix_; }
   // The secret every node holds (in cluster.secret of its data directory).
   const std::string& secret() const { return secret_; }
+  // The flags that make a tidingsd a would-be member of this cluster, with
+  // `secret` written to cluster.secret in `dir` (mode 0600).
+  std::vector<std::string> member_args(const std::filesystem::path& dir, const std::string& secret) const;
 
   // Polls every running node's GET /admin/v1/nodes (short, growing pauses)
   // until each lists exactly the running nodes as alive (listed in etcd: a
