@@ -157,6 +157,7 @@ void on_publish(self_ptr self, const publish_request_ptr& req) {
   };
   if (st.moved) return caf::anon_send(st.cfg.registry->get(st.cfg.stream), publish_atom::value, req);
   st.last_active = std::chrono::steady_clock::now();
+  if (st.awaiting && !st.hold_reason.empty()) return unavailable(st.hold_reason);
   if (st.awaiting) return st.held_publishes.push_back(req);
   if (auto refused = storage_refusal(st)) return req->reply(std::move(*refused));
   if (st.failed && !recover_from_store(self))
@@ -600,6 +601,7 @@ void activate(self_ptr self) {
 void release_held(self_ptr self) {
   auto& st = self->state;
   st.awaiting = false;
+  st.hold_reason.clear();
   activate(self);
   // Swapped out, not moved from: what runs now may hold new requests again.
   std::vector<publish_request_ptr> publishes;
@@ -897,6 +899,16 @@ hub_actor::behavior_type hub(hub_actor::stateful_pointer<hub_state> self, hub_co
         settle(self);
       },
       [self](fenced_atom, const std::string& member) { on_fenced(self, member); },
+      [self](hold_atom, const std::string& why) {
+        auto& st = self->state;
+        if (!st.awaiting || st.adopting) return;
+        if (st.hold_reason.empty())
+          logging::warn("stream.held", {{"stream", st.cfg.stream.name}, {"reason", why}});
+        st.hold_reason = why;
+        std::vector<publish_request_ptr> publishes;
+        publishes.swap(st.held_publishes);
+        for (auto& p : publishes) on_publish(self, p);
+      },
       [self](writable_atom, bool ok, bool soon, const std::string& why) {
         auto& st = self->state;
         st.writable = ok;

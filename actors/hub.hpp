@@ -115,6 +115,7 @@ struct hub_state {
   // Waiting for a handoff (or writing one): requests wait here, in order.
   bool awaiting = false;
   std::vector<publish_request_ptr> held_publishes;
+  std::string hold_reason;  // awaiting, and no member can serve the log yet: publishes get this
   std::vector<fetch_request_ptr> held_fetches;
   std::vector<caf::typed_response_promise<bool>> quiesce_waiters;
   std::function<void()> adopted_callback;

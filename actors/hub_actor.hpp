@@ -20,6 +20,7 @@ using adopted_atom = caf::atom_constant<caf::atom("adopted")>;
 using quiesce_atom = caf::atom_constant<caf::atom("quiesce")>;
 using stall_atom = caf::atom_constant<caf::atom("stall")>;
 using idle_atom = caf::atom_constant<caf::atom("idle")>;
+using hold_atom = caf::atom_constant<caf::atom("hold")>;
 
 using hub_actor = caf::typed_actor<
     // Assign seqs, persist through the group committer, reply when durable.
@@ -41,6 +42,10 @@ using hub_actor = caf::typed_actor<
     caf::reacts_to<adopt_atom, stream_handoff_ptr>,
     // The handed-over log is durable here (error text if not).
     caf::reacts_to<adopted_atom, std::string>,
+    // Cluster: no member can serve this stream's log yet, and why (ADR
+    // 0021: no in-sync replica is alive). Until adopt_atom, publishes are
+    // refused with this reason; reads wait.
+    caf::reacts_to<hold_atom, std::string>,
     // Answers once no write is in flight (a moved hub, before its log is
     // handed over).
     caf::replies_to<quiesce_atom>::with<bool>,

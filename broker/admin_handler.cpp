@@ -206,6 +206,13 @@ std::optional<route_result> api::admin_routes(const http_request& req, const cal
                           {}};
     return drain_node(req, who);
   }
+  if (path == "/admin/v1/streams/force-leader") {
+    if (req.method != "POST") return route_result{only("POST"), {}};
+    if (!is_operator(who))
+      return route_result{
+          forbidden(who, req, "forcing a stream's leader needs an admin token of an operator tenant"), {}};
+    return force_leader(req, who, std::move(respond));
+  }
   using view = route_result (api::*)(const caller&, responder);
   static const std::pair<std::string_view, view> views[] = {{"/admin/v1/watches", &api::admin_watches},
                                                             {"/admin/v1/streams", &api::admin_streams},
@@ -480,6 +487,41 @@ route_result api::drain_node(const http_request& req, const caller& who) {
   // Once the client has the answer: the drain ends with the I/O threads.
   if (!already) r.after_sent = drain_;
   return {std::move(r), {}};
+}
+
+// {"tenant", "stream", "accept_loss"}: ADR 0021's unclean election, made by
+// the node asked (the stream's owner by placement). Without accept_loss it
+// only states what would be lost (409).
+route_result api::force_leader(const http_request& req, const caller& who, responder respond) {
+  if (!cluster_.force_leader)
+    return {error_response(400, "forcing a leader needs a cluster with replication; this node runs alone"),
+            {}};
+  json body;
+  if (auto bad = parse_json_body(req, body)) return {std::move(*bad), {}};
+  if (!body.is_object() || !body.contains("tenant") || !body["tenant"].is_string() ||
+      !body.contains("stream") || !body["stream"].is_string() ||
+      (body.contains("accept_loss") && !body["accept_loss"].is_boolean()))
+    return {error_response(400, "the body is {\"tenant\": T, \"stream\": S, \"accept_loss\": true|false}"),
+            {}};
+  const auto tenant = body["tenant"].get<std::string>();
+  const auto stream = body["stream"].get<std::string>();
+  const bool accept = body.value("accept_loss", false);
+  security_.audit.record("force_leader", {{"tenant", who->who.tenant},
+                                          {"by", who->who.subject},
+                                          {"stream_tenant", tenant},
+                                          {"stream", stream},
+                                          {"accept_loss", accept}});
+  cluster_.force_leader(tenant, stream, accept,
+                        [respond = std::move(respond)](std::optional<std::string> text) {
+                          if (!text)
+                            return respond(error_response(503, "the cluster did not answer in time"));
+                          auto reply = json::parse(*text, nullptr, false);
+                          if (!reply.is_object()) return respond(error_response(500, "unreadable answer"));
+                          const int status = reply.value("status", 500);
+                          reply.erase("status");
+                          respond(json_response(status, std::move(reply)));
+                        });
+  return {};
 }
 
 // {"jti": "..."} or {"sub": "..."}, within the admin's own tenant.

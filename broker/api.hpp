@@ -86,6 +86,11 @@ struct cluster_hooks {
   // Whether this node is a member now: listed in etcd under its lease, and
   // not outvoted (ADR 0024). A node that is not owns nothing: not ready.
   std::function<bool()> member;
+  // An operator's forced election of this node for a stream (ADR 0021):
+  // a JSON body with its HTTP status in "status" (nullopt: no answer).
+  std::function<void(const std::string& tenant, const std::string& stream, bool accept_loss,
+                     std::function<void(std::optional<std::string>)>)>
+      force_leader;
 };
 
 // The node as the admin API shows it, known once it listens.
@@ -168,6 +173,7 @@ class api {
   route_result admin_nodes(const caller& who, responder respond);
   route_result admin_tenants(const caller& who, responder respond);
   route_result drain_node(const http_request& req, const caller& who);
+  route_result force_leader(const http_request& req, const caller& who, responder respond);
 
   // 403 with an audit line; `what` says which grant was missing.
   http_response forbidden(const caller& who, const http_request& req, const std::string& what);

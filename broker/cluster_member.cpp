@@ -11,6 +11,7 @@
 #include "cluster/etcd_control_plane.hpp"
 #include "cluster/node_actor.hpp"
 #include "cluster/peer_gate.hpp"
+#include "cluster/record_keeper.hpp"
 #include "cluster/wire.hpp"
 #include "logging/log.hpp"
 #include "proto/cluster.pb.h"
@@ -77,6 +78,10 @@ std::unique_ptr<cluster_member> cluster_member::start(
       done(std::move(s));
     });
   };
+  // The replicated streams' records (ADR 0021): every shipper and every
+  // claim of a stream goes through this one keeper.
+  auto records = system.spawn(cluster::record_keeper, cluster::record_keeper_config{plane, cfg.etcd_prefix});
+  view->set_records(records);
   std::unique_ptr<cluster_member> member(new cluster_member(system, std::move(view)));
   member->plane_ = plane;
   member->hubs_ = &hubs;
@@ -95,8 +100,10 @@ std::unique_ptr<cluster_member> cluster_member::start(
         if (auto n = caf::actor_cast<caf::actor>(node))
           caf::anon_send_exit(n, caf::exit_reason::user_shutdown);
       });
-  member->node_->attach_functor(
-      [gate](const caf::error&) { caf::anon_send_exit(gate, caf::exit_reason::user_shutdown); });
+  member->node_->attach_functor([gate, records](const caf::error&) {
+    caf::anon_send_exit(gate, caf::exit_reason::user_shutdown);
+    caf::anon_send_exit(records, caf::exit_reason::user_shutdown);
+  });
   auto port = system.middleman().publish(gate, listen->second, listen->first.c_str(), true);
   if (!port) {
     *error = "cluster-listen " + *cfg.cluster_listen + ": " + system.render(port.error());
@@ -122,6 +129,11 @@ cluster_hooks cluster_member::hooks() {
     read(tenant, stream, after_seq, max, std::move(done));
   };
   h.nodes = [this](std::function<void(std::optional<std::string>)> reply) { nodes(std::move(reply)); };
+  h.force_leader = [this](const std::string& tenant, const std::string& stream, bool accept_loss,
+                          std::function<void(std::optional<std::string>)> reply) {
+    ask(std::chrono::seconds(25), caf::make_message(cluster::force_atom::value, tenant, stream, accept_loss),
+        std::move(reply));
+  };
   h.member = [view] {
     auto m = view->current();
     return std::find(m->holders.begin(), m->holders.end(), m->self_id) != m->holders.end();
@@ -136,6 +148,8 @@ cluster_hooks cluster_member::hooks() {
         for (const auto& f : info.followers)
           followers.push_back({{"node", f.node}, {"state", f.state}, {"confirmed", f.confirmed}});
         row["followers"] = std::move(followers);
+        if (!info.leader.empty())
+          row["record"] = {{"leader", info.leader}, {"leader_epoch", info.leader_epoch}, {"isr", info.isr}};
       } else {
         row["owner"] = info.owner;
         row["in_sync"] = info.in_sync;

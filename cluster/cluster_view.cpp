@@ -181,6 +181,16 @@ void cluster_view::set_replication_settings(replication_settings s) {
   replication_ = s;
 }
 
+void cluster_view::set_records(record_keeper_actor records) {
+  std::lock_guard lock(mutex_);
+  records_ = std::move(records);
+}
+
+std::optional<record_keeper_actor> cluster_view::records() const {
+  std::lock_guard lock(mutex_);
+  return records_;
+}
+
 replication_settings cluster_view::replication() const {
   std::lock_guard lock(mutex_);
   return replication_;
@@ -198,6 +208,7 @@ std::optional<actors::replicator_actor> cluster_view::spawn_replicator(const act
   cfg.replication_factor = settings.factor;
   cfg.write_quorum = settings.write_quorum;
   cfg.min_insync = settings.min_insync;
+  cfg.records = records();
   auto shipper = system_.spawn(log_shipper, std::move(cfg));
   {
     std::lock_guard lock(mutex_);

@@ -18,6 +18,7 @@
 #include "actors/hub_router.hpp"
 #include "actors/source_registry_actor.hpp"
 #include "cluster/member_table.hpp"
+#include "cluster/record_keeper.hpp"
 
 namespace tidings::cluster {
 
@@ -58,6 +59,10 @@ struct replication_info {
     std::uint64_t confirmed = 0;
   };
   std::vector<follower_row> followers;
+  // Owner: the stream's agreed record as it last read or wrote it (ADR 0021).
+  std::string leader;
+  std::uint64_t leader_epoch = 0;
+  std::vector<std::string> isr;
   caf::actor_addr by;  // the shipper or copy that wrote this row
 };
 
@@ -148,6 +153,10 @@ class cluster_view final : public actors::hub_router {
   // from (both set before the first hub).
   void set_store(persistence::store* store) { store_ = store; }
   void set_replication_settings(replication_settings s);
+  // The keeper of the replicated streams' records in etcd (ADR 0021), set
+  // before the first hub; none: owners go by their followers alone.
+  void set_records(record_keeper_actor records);
+  std::optional<record_keeper_actor> records() const;
   replication_settings replication() const;
   std::optional<actors::replicator_actor> spawn_replicator(const actors::stream_key& key,
                                                            actors::hub_actor hub) override;
@@ -182,6 +191,7 @@ class cluster_view final : public actors::hub_router {
 
   persistence::store* store_ = nullptr;
   replication_settings replication_;
+  std::optional<record_keeper_actor> records_;
   std::vector<caf::actor_addr> shippers_;  // told of every membership change
   std::map<actors::stream_key, std::string> fence_hints_;
   std::map<actors::stream_key, replication_info> replication_rows_;

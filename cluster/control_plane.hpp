@@ -20,6 +20,13 @@ struct plane_kv {
   std::string value;
 };
 
+// One key as the store holds it now.
+struct plane_record {
+  bool found = false;
+  std::string value;
+  std::int64_t mod_revision = 0;  // the revision that last changed it (0: absent)
+};
+
 struct plane_change {
   bool deleted = false;
   std::string key;
@@ -44,6 +51,13 @@ class control_plane {
   virtual void list(
       std::string prefix,
       std::function<void(std::string error, std::vector<plane_kv> kvs, std::int64_t revision)> done) = 0;
+  // One key and the revision that last changed it.
+  virtual void get(std::string key, std::function<void(std::string error, plane_record)> done) = 0;
+  // Writes value only if the key was last changed at expected_revision (0:
+  // only if it is absent). Answers whether it did, and the key as it is
+  // now: the new record, or the one that won meanwhile.
+  virtual void swap(std::string key, std::int64_t expected_revision, std::string value,
+                    std::function<void(std::string error, bool swapped, plane_record now)> done) = 0;
   // Changes under prefix after `after_revision`, in revision order, until
   // `ended` (at most once). A new watch replaces the one before; nothing of
   // the old one is called after that.

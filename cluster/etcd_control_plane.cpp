@@ -65,6 +65,40 @@ void etcd_control_plane::list(std::string prefix,
   });
 }
 
+void etcd_control_plane::get(std::string key, std::function<void(std::string, plane_record)> done) {
+  on_io([this, key = std::move(key), done = std::move(done)]() mutable {
+    client_->range(std::move(key), "", [done = std::move(done)](std::string error, net::etcd_range_result r) {
+      plane_record out;
+      if (error.empty() && !r.kvs.empty())
+        out = {true, std::move(r.kvs.front().value), r.kvs.front().mod_revision};
+      done(std::move(error), std::move(out));
+    });
+  });
+}
+
+void etcd_control_plane::swap(std::string key, std::int64_t expected_revision, std::string value,
+                              std::function<void(std::string, bool, plane_record)> done) {
+  on_io([this, key = std::move(key), expected_revision, value = std::move(value),
+         done = std::move(done)]() mutable {
+    // An absent key has mod revision 0, so one compare covers "create".
+    net::etcd_compare unchanged{key, net::etcd_compare::target::mod_revision, expected_revision, {}};
+    net::etcd_op write{net::etcd_op::kind::put, key, value, 0, {}};
+    net::etcd_op read{net::etcd_op::kind::range, key, {}, 0, {}};
+    client_->txn({unchanged}, {write}, {read},
+                 [done = std::move(done), value](std::string error, net::etcd_txn_result r) mutable {
+                   plane_record now;
+                   if (!error.empty()) return done(std::move(error), false, now);
+                   if (r.succeeded) {
+                     now = {true, std::move(value), r.revision};
+                   } else if (!r.ranges.empty() && !r.ranges.front().empty()) {
+                     auto& kv = r.ranges.front().front();
+                     now = {true, std::move(kv.value), kv.mod_revision};
+                   }
+                   done({}, r.succeeded, std::move(now));
+                 });
+  });
+}
+
 void etcd_control_plane::watch(std::string prefix, std::int64_t after_revision,
                                std::function<void(std::vector<plane_change>, std::int64_t)> changed,
                                std::function<void(std::string)> ended) {

@@ -32,6 +32,9 @@ class etcd_control_plane final : public control_plane {
            std::function<void(std::string)> done) override;
   void list(std::string prefix,
             std::function<void(std::string, std::vector<plane_kv>, std::int64_t)> done) override;
+  void get(std::string key, std::function<void(std::string, plane_record)> done) override;
+  void swap(std::string key, std::int64_t expected_revision, std::string value,
+            std::function<void(std::string, bool, plane_record)> done) override;
   void watch(std::string prefix, std::int64_t after_revision,
              std::function<void(std::vector<plane_change>, std::int64_t)> changed,
              std::function<void(std::string)> ended) override;

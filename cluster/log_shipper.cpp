@@ -44,17 +44,36 @@ void publish_state(self_ptr self) {
   info.in_sync = true;
   for (const auto& [id, f] : st.followers)
     info.followers.push_back({id, phase_name(f.at), st.quorum ? st.quorum->confirmed(id) : 0});
+  if (st.record) {
+    info.leader = st.record->leader;
+    info.leader_epoch = st.record->leader_epoch;
+    info.isr = st.record->isr;
+  }
   st.cfg.view->set_replication(st.cfg.stream, std::move(info));
+}
+
+// How far the record lets this leader acknowledge: what every ISR member
+// holds durably, while the record names it leader (ADR 0021).
+std::uint64_t record_bound(const shipper_state& st) {
+  if (!st.cfg.records) return st.shipped;
+  if (!st.record) return 0;
+  std::map<core::member_id, std::uint64_t> ends;
+  ends[st.self_id] = st.shipped;  // the hub acknowledges only what is durable here
+  for (const auto& m : st.record->isr)
+    if (m != st.self_id) ends[m] = st.quorum && st.quorum->has(m) ? st.quorum->confirmed(m) : 0;
+  return core::acknowledgeable(*st.record, st.self_id, st.record->leader_epoch, ends, st.cfg.min_insync);
 }
 
 void report(self_ptr self) {
   auto& st = self->state;
   if (!st.quorum || st.fenced) return;
-  auto ack = st.quorum->acknowledged();
+  auto ack = std::min(st.quorum->acknowledged(), record_bound(st));
   // Only as far as a follower answered us after it, unless this node is
   // alone with nobody lost (a cluster shrunk by drains): followers that
-  // went away since a write was shipped do not make it acknowledged.
-  if (!st.alone) ack = std::min(ack, st.evidence);
+  // went away since a write was shipped do not make it acknowledged. The
+  // record does that job when there is one: every member that could be
+  // elected instead is in its ISR, and confirmed the write (record_bound).
+  if (!st.alone && !st.cfg.records) ack = std::min(ack, st.evidence);
   if (ack > st.reported) {
     st.reported = ack;
     self->send(st.cfg.hub, actors::replicated_atom::value, ack);
@@ -69,14 +88,20 @@ void report(self_ptr self) {
 // A numeric write quorum also needs that many followers in sync.
 void report_writable(self_ptr self) {
   auto& st = self->state;
-  const std::size_t copies = 1 + (st.quorum ? st.quorum->in_sync_count() : 0);
+  // With the record, its ISR is what counts: copies in sync that it does
+  // not list yet cannot be elected, so they do not make min-insync.
+  const std::size_t copies = st.cfg.records ? (st.record ? st.record->isr.size() : 0)
+                                            : 1 + (st.quorum ? st.quorum->in_sync_count() : 0);
   const bool enough = copies >= st.cfg.min_insync;
   bool ok = !st.cut_off && st.quorum && st.quorum->can_acknowledge() && enough;
   // Not yet, but soon: a follower this node reaches is being brought into
-  // sync (publishes wait for it rather than fail at once).
-  bool soon = false;
-  for (const auto& [id, f] : st.followers)
+  // sync, or is in sync and about to be listed in the record (publishes
+  // wait for it rather than fail at once).
+  bool soon = st.cfg.records && (!st.record || st.record_busy);
+  for (const auto& [id, f] : st.followers) {
     if (f.node && (f.at == phase::probing || f.at == phase::catching_up)) soon = true;
+    if (st.record && st.quorum && st.quorum->in_sync(id) && !st.record->in_isr(id)) soon = true;
+  }
   // min-insync first: it is the rule (ADR 0021); being cut off is one way
   // to fall short of it.
   std::string why;
@@ -198,6 +223,101 @@ void ship_to(self_ptr self, const std::string& id, follower& f, const actors::re
   send(self, id, f, append_of(st, batch, reset), false);
 }
 
+void fence(self_ptr self, const std::string& by);
+void sync_isr(self_ptr self);
+
+// One ask of the record keeper at a time; no answer: asked again after
+// `pause` (isr_atom).
+void ask_record(self_ptr self, std::shared_ptr<record_request> ask, std::chrono::milliseconds pause,
+                std::function<void(const record_answer&)> answered) {
+  auto& st = self->state;
+  st.record_busy = true;
+  self->request(*st.cfg.records, std::chrono::seconds(10), record_atom::value,
+                record_request_ptr(std::move(ask)))
+      .then(
+          [self, answered](const record_answer_ptr& a) {
+            self->state.record_busy = false;
+            answered(*a);
+          },
+          [self, pause](caf::error&) {
+            self->state.record_busy = false;
+            self->delayed_send(self, pause, isr_atom::value);
+          });
+}
+
+// The record as the keeper answered it: what acknowledgements and
+// writability follow now, and the next change of the ISR.
+void took_record(self_ptr self, const std::optional<core::stream_record>& record) {
+  self->state.record = record;
+  publish_state(self);
+  report_writable(self);
+  report(self);
+  sync_isr(self);
+}
+
+// Brings the record's ISR to the followers the quorum waits for, one
+// compare-and-swap at a time (ADR 0021): one that fell out leaves the
+// record before anything is acknowledged without it (record_bound), and
+// one in sync joins it once it holds what the leader must have it hold.
+void sync_isr(self_ptr self) {
+  auto& st = self->state;
+  if (!st.cfg.records || !st.record || st.record_busy || st.fenced || !st.quorum) return;
+  std::vector<core::member_id> in_sync;
+  std::map<core::member_id, std::uint64_t> ends;
+  for (const auto& [id, f] : st.followers) {
+    if (st.quorum->in_sync(id)) in_sync.push_back(id);
+    ends[id] = st.quorum->confirmed(id);
+  }
+  // What a member must hold to come in: the log as this leader was elected
+  // with it, and everything acknowledged since.
+  const auto elected_end = st.record->epochs.empty() ? 0 : st.record->epochs.back().start - 1;
+  auto step = core::next_isr_step(*st.record, st.self_id, in_sync, ends, std::max(elected_end, st.reported));
+  if (step.what == core::isr_step::kind::none) return;
+  auto ask = std::make_shared<record_request>();
+  ask->what =
+      step.what == core::isr_step::kind::shrink ? record_request::kind::shrink : record_request::kind::expand;
+  ask->stream = st.cfg.stream;
+  ask->me = st.self_id;
+  ask->member = step.member;
+  ask->at_epoch = st.record->leader_epoch;
+  ask->member_end = ends[step.member];
+  ask->must_hold = std::max(elected_end, st.reported);
+  ask_record(self, std::move(ask), std::chrono::milliseconds(200), [self](const record_answer& a) {
+    auto& st = self->state;
+    if (a.deposed) return fence(self, a.record ? a.record->leader : std::string{});
+    if (!a.ok) {
+      logging::warn("replication.isr_change_failed", {{"stream", st.cfg.stream.name}, {"error", a.reason}});
+      return void(self->delayed_send(self, std::chrono::milliseconds(200), isr_atom::value));
+    }
+    took_record(self, a.record);
+  });
+  report_writable(self);
+}
+
+// The record at the start of this leadership: the node made sure it names
+// this node before the hub began (node_handoff.cpp); a record that says
+// otherwise (another member won meanwhile) fences the hub.
+void read_record(self_ptr self) {
+  auto& st = self->state;
+  auto ask = std::make_shared<record_request>();
+  ask->what = record_request::kind::claim;
+  ask->stream = st.cfg.stream;
+  ask->me = st.self_id;
+  ask->has_copy = st.meta.head_seq > 0;
+  ask->my_end = st.meta.head_seq;
+  auto m = st.cfg.view->current();
+  ask->live = m->holders;
+  ask_record(self, std::move(ask), std::chrono::milliseconds(500), [self](const record_answer& a) {
+    auto& st = self->state;
+    using plan = core::claim_plan::kind;
+    if (a.ok && a.plan == plan::lead && a.record && a.record->leader == st.self_id)
+      return took_record(self, a.record);
+    if (a.ok && a.plan == plan::pull) return fence(self, a.from);
+    logging::warn("replication.record_unsettled", {{"stream", st.cfg.stream.name}, {"reason", a.reason}});
+    self->delayed_send(self, std::chrono::milliseconds(500), isr_atom::value);
+  });
+}
+
 void mark_in_sync(self_ptr self, const std::string& id, follower& f) {
   auto& st = self->state;
   if (f.at != phase::in_sync)
@@ -208,6 +328,7 @@ void mark_in_sync(self_ptr self, const std::string& id, follower& f) {
   st.quorum->set_in_sync(id, true);
   publish_state(self);
   report_writable(self);
+  sync_isr(self);
 }
 
 void pause_then_probe(self_ptr self, const std::string& id, follower& f);
@@ -347,6 +468,7 @@ void on_reply(self_ptr self, const std::string& id, std::uint64_t generation, bo
       // A probe or a step that did not reach our head: go on.
       if (f.at != phase::in_sync) catch_up(self, id);
       report(self);
+      sync_isr(self);
       break;
     case proto::ReplicaReply::GAP:
       // It says itself that it is behind: nothing waits for it any more.
@@ -361,6 +483,7 @@ void on_reply(self_ptr self, const std::string& id, std::uint64_t generation, bo
       report_writable(self);
       catch_up(self, id);
       report(self);
+      sync_isr(self);
       break;
     case proto::ReplicaReply::FENCED: {
       auto m = st.cfg.view->current();
@@ -426,6 +549,7 @@ void release(self_ptr self, const std::string& id, follower& f) {
               report_writable(self);
               publish_state(self);
               report(self);
+              sync_isr(self);
             }
           },
           [](caf::error&) {});  // kept until it answers or is lost (the next view)
@@ -492,11 +616,15 @@ void refresh(self_ptr self) {
     probe(self, id);
   }
   report_confirmed(self);
-  st.cut_off = wanted.empty() && st.cfg.replication_factor >= 2 && !m->lost.empty();
+  // With the record, a leader that may be cut off cannot shrink the ISR
+  // (its compare-and-swap needs etcd and its leadership), so min-insync
+  // alone decides; the rule for being cut off is ADR 0017's, without one.
+  st.cut_off = !st.cfg.records && wanted.empty() && st.cfg.replication_factor >= 2 && !m->lost.empty();
   st.alone = wanted.empty() && m->lost.empty();
   report_writable(self);
   publish_state(self);
   report(self);
+  sync_isr(self);
 }
 
 void on_begin(self_ptr self, const actors::replica_start_ptr& start) {
@@ -509,6 +637,7 @@ void on_begin(self_ptr self, const actors::replica_start_ptr& start) {
   logging::debug("replication.begun",
                  {{"stream", st.cfg.stream.name}, {"term", st.meta.term}, {"head", st.meta.head_seq}});
   refresh(self);
+  if (st.cfg.records) read_record(self);
 }
 
 void on_ship(self_ptr self, const actors::replica_batch_ptr& batch) {
@@ -560,6 +689,12 @@ shipper_actor::behavior_type log_shipper(shipper_actor::stateful_pointer<shipper
         auto it = st.followers.find(id);
         if (it == st.followers.end() || it->second.generation != generation) return;
         probe(self, id);
+      },
+      [self](isr_atom) {
+        auto& st = self->state;
+        if (st.fenced || st.record_busy) return;
+        if (!st.record) return read_record(self);
+        sync_isr(self);
       },
   };
 }

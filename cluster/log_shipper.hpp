@@ -33,7 +33,9 @@
 #include "actors/hub_actor.hpp"
 #include "actors/replication.hpp"
 #include "cluster/atoms.hpp"
+#include "cluster/record_keeper.hpp"
 #include "core/replica_quorum.hpp"
+#include "core/stream_leadership.hpp"
 
 namespace tidings::cluster {
 
@@ -43,7 +45,9 @@ using shipper_actor = actors::replicator_actor::extend<
     // The membership changed: followers may come or go.
     caf::reacts_to<view_atom>,
     // A follower's pause before it is probed again is over (id, generation).
-    caf::reacts_to<retry_atom, std::string, std::uint64_t>>;
+    caf::reacts_to<retry_atom, std::string, std::uint64_t>,
+    // A change of the stream's record failed for now: try the next one again.
+    caf::reacts_to<isr_atom>>;
 
 struct shipper_config {
   actors::stream_key stream;
@@ -57,6 +61,9 @@ struct shipper_config {
   std::size_t min_insync = 1;
   std::chrono::milliseconds request_timeout{5000};
   std::size_t chunk_events = 1000;  // per catch-up append
+  // The stream's agreed record (ADR 0021); none: acknowledgements follow
+  // the followers' confirmations alone (tests of the shipper without etcd).
+  std::optional<record_keeper_actor> records;
 };
 
 struct shipper_state {
@@ -103,6 +110,11 @@ struct shipper_state {
   // them before it believes a cursor past its head is bad).
   std::set<std::string> unconfirmed;
   std::optional<bool> confirmed_sent;
+  // The record as this leader last read or wrote it: nothing is
+  // acknowledged before it names this node leader, and then only what
+  // every member of its ISR holds. One change of it is out at a time.
+  std::optional<core::stream_record> record;
+  bool record_busy = false;
 };
 
 shipper_actor::behavior_type log_shipper(shipper_actor::stateful_pointer<shipper_state> self,

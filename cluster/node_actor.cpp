@@ -543,11 +543,17 @@ caf::behavior node(node_actor* self, node_config cfg) {
       },
       [self](stats_atom) { return on_stats(self); },
       [self](nodes_atom) { return on_nodes(self); },
+      [self](force_atom, const std::string& tenant, const std::string& stream, bool accept_loss) {
+        return on_force(self, {tenant, stream}, accept_loss);
+      },
       [self](done_atom, std::uint64_t token, const std::string& bytes) { on_done(self, token, bytes); },
       [self](pull_atom, const std::string& tenant, const std::string& stream, const actors::hub_actor& hub) {
         on_pull(self, {tenant, stream}, hub);
       },
       [self](retry_atom, std::uint64_t token) { on_pull_retry(self, token); },
+      [self](retry_atom, const std::string& tenant, const std::string& stream, const actors::hub_actor& hub) {
+        on_claim_retry(self, {tenant, stream}, hub);
+      },
       [self](take_atom, const std::string& bytes) { return on_take(self, bytes); },
       [self](taken_atom, const std::string& tenant, const std::string& stream, std::uint64_t epoch) {
         on_taken(self, {tenant, stream}, epoch);

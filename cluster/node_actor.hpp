@@ -84,6 +84,10 @@ struct node_state {
     std::chrono::steady_clock::time_point give_up_at;
     std::shared_ptr<actors::stream_handoff> log;
     actors::stream_handoff_ptr fallback;  // what the hub gets when no log comes
+    // Pulled as the stream's record says (ADR 0021): the log becomes this
+    // node's only by the record's `succeed`, and with no log the claim is
+    // made again later instead of a fallback.
+    bool claimed = false;
   };
   std::map<std::uint64_t, std::shared_ptr<pull_job>> pulls;
   std::uint64_t rebalance_generation = 0;
@@ -143,6 +147,9 @@ caf::behavior node(node_actor* self, node_config cfg);
 // node_handoff.cpp: moving streams' logs between nodes.
 void on_pull(node_actor* self, const actors::stream_key& key, const actors::hub_actor& hub);
 void on_pull_retry(node_actor* self, std::uint64_t token);
+// A claim that waited (no leader could be had): asked again while this
+// node still owns the stream.
+void on_claim_retry(node_actor* self, const actors::stream_key& key, const actors::hub_actor& hub);
 caf::result<std::string> on_take(node_actor* self, const std::string& bytes);
 std::string read_chunk(node_actor* self, const actors::stream_key& key, std::uint64_t after_seq,
                        std::size_t max);
@@ -158,6 +165,14 @@ bool settled(node_actor* self);
 void answer_if_settled(node_actor* self);
 caf::result<std::string> on_drain(node_actor* self);
 void end_drain(node_actor* self);
+
+// node_force.cpp: an operator's forced election (ADR 0021). Answers a JSON
+// body with its HTTP status in "status".
+caf::result<std::string> on_force(node_actor* self, const actors::stream_key& key, bool accept_loss);
+// This node's copy of `key` as a log of epoch `log_epoch` (a forced
+// election's); null when it cannot be read.
+std::shared_ptr<actors::stream_handoff> renumbered_copy(node_actor* self, const actors::stream_key& key,
+                                                        std::uint64_t log_epoch);
 
 // node_sources.cpp: sources run here for other members.
 caf::result<std::string> on_source_subscribe(node_actor* self, const std::string& bytes);

@@ -9,6 +9,7 @@
 #include "cluster/node_actor.hpp"
 #include "cluster/wire.hpp"
 #include "core/placement.hpp"
+#include "core/stream_name.hpp"
 #include "logging/log.hpp"
 
 namespace tidings::cluster {
@@ -27,12 +28,21 @@ constexpr auto retry_for = std::chrono::seconds(10);
 constexpr auto retry_every = std::chrono::milliseconds(100);
 constexpr auto drain_for = std::chrono::seconds(15);
 
+void claim_later(self_ptr self, const actors::stream_key& key, const actors::hub_actor& hub,
+                 const std::string& why);
+void succeed_then_adopt(self_ptr self, std::shared_ptr<node_state::pull_job> job,
+                        std::shared_ptr<actors::stream_handoff> log);
+
 void finish_pull(self_ptr self, std::uint64_t token, std::shared_ptr<actors::stream_handoff> log) {
   auto& st = self->state;
   auto it = st.pulls.find(token);
   if (it == st.pulls.end()) return;
   auto job = it->second;
   st.pulls.erase(it);
+  if (job->claimed) {
+    if (!log) return claim_later(self, job->stream, job->hub, job->holder_id + " did not hand the log over");
+    return succeed_then_adopt(self, job, std::move(log));
+  }
   if (log) {
     auto holder = job->holder;
     auto key = job->stream;
@@ -206,9 +216,14 @@ namespace {
 // epoch. Otherwise the log is pulled from the previous holder as before;
 // when none answers, this node's own log is kept, but a follower's copy
 // that cannot be shown whole is dropped for a new epoch (`fresh`).
+void claim(self_ptr self, const actors::stream_key& key, const actors::hub_actor& hub,
+           const copy_status& copy);
+bool replicated(self_ptr self, const actors::stream_key& key);
+
 void pull_with(self_ptr self, const actors::stream_key& key, const actors::hub_actor& hub,
                const copy_status& copy) {
   auto& st = self->state;
+  if (st.cfg.view->records() && replicated(self, key)) return claim(self, key, hub, copy);
   const bool follower_copy = copy.exists && copy.owner != st.table.self().id;
   auto m = st.cfg.view->current();
   bool owner_gone = !std::binary_search(m->holders.begin(), m->holders.end(), copy.owner);
@@ -241,6 +256,110 @@ void pull_with(self_ptr self, const actors::stream_key& key, const actors::hub_a
   ask_holder(self, token, 0);
 }
 
+// Whether the stream's log is replicated, and so has a record: what the hub
+// registry gives a replicator (publishable streams, factor 2 or more).
+bool replicated(self_ptr self, const actors::stream_key& key) {
+  return self->state.cfg.view->replication().factor >= 2 && core::valid_stream_name(key.name);
+}
+
+// ADR 0021: a new owner asks the record before it serves the stream. It
+// leads on the log it has (the record names it, or it creates the record,
+// or it is elected from the ISR: its copy holds everything acknowledged),
+// pulls the log from the member that has it, or holds: with no in-sync
+// replica alive, nothing is served as if it were whole.
+void claim(self_ptr self, const actors::stream_key& key, const actors::hub_actor& hub,
+           const copy_status& copy) {
+  auto& st = self->state;
+  auto m = st.cfg.view->current();
+  auto ask = std::make_shared<record_request>();
+  ask->what = record_request::kind::claim;
+  ask->stream = key;
+  ask->me = st.table.self().id;
+  ask->has_copy = copy.exists;
+  ask->my_end = copy.exists ? copy.head : 0;
+  ask->live = m->holders;
+  self->request(*st.cfg.view->records(), std::chrono::seconds(10), record_atom::value,
+                record_request_ptr(std::move(ask)))
+      .then(
+          [self, key, hub, copy](const record_answer_ptr& a) {
+            auto& st = self->state;
+            using plan = core::claim_plan::kind;
+            if (!a->ok) return claim_later(self, key, hub, a->reason);
+            if (a->plan == plan::hold) return claim_later(self, key, hub, a->reason);
+            if (a->plan == plan::pull) {
+              auto job = std::make_shared<node_state::pull_job>();
+              job->stream = key;
+              job->hub = hub;
+              job->holder_id = a->from;
+              job->give_up_at = std::chrono::steady_clock::now() + retry_for;
+              job->claimed = true;
+              auto token = st.next_token++;
+              st.pulls.emplace(token, std::move(job));
+              return ask_holder(self, token, 0);
+            }
+            // lead: the record names this node. After a forced election
+            // its copy goes on as the record's new log epoch.
+            const auto forced = a->record ? a->record->log_epoch : 0;
+            if (forced != 0 && copy.epoch != forced) {
+              auto log = renumbered_copy(self, key, forced);
+              if (!log) return claim_later(self, key, hub, "this node's copy could not be read");
+              return caf::anon_send(hub, actors::adopt_atom::value,
+                                    actors::stream_handoff_ptr(std::move(log)));
+            }
+            if (copy.exists && copy.owner != st.table.self().id)
+              logging::info("cluster.stream_taken_over",
+                            {{"stream", key.name},
+                             {"from", copy.owner},
+                             {"epoch", core::format_epoch(copy.epoch)},
+                             {"head", copy.head},
+                             {"leader_epoch", a->record ? a->record->leader_epoch : 0}});
+            caf::anon_send(hub, actors::adopt_atom::value, actors::stream_handoff_ptr{});
+          },
+          [self, key, hub](caf::error& err) { claim_later(self, key, hub, self->system().render(err)); });
+}
+
+// Publishes are refused meanwhile, with the reason; sessions wait.
+void claim_later(self_ptr self, const actors::stream_key& key, const actors::hub_actor& hub,
+                 const std::string& why) {
+  logging::debug("cluster.claim_waits", {{"stream", key.name}, {"reason", why}});
+  caf::anon_send(hub, actors::hold_atom::value, "the stream has no leader yet: " + why + "; retry");
+  self->delayed_send(self, std::chrono::milliseconds(500), retry_atom::value, key.tenant, key.name, hub);
+}
+
+// The pulled log is this node's once the record says so (`succeed`): the
+// holder wrote nothing more while it was pulled.
+void succeed_then_adopt(self_ptr self, std::shared_ptr<node_state::pull_job> job,
+                        std::shared_ptr<actors::stream_handoff> log) {
+  auto& st = self->state;
+  auto ask = std::make_shared<record_request>();
+  ask->what = record_request::kind::succeed;
+  ask->stream = job->stream;
+  ask->me = st.table.self().id;
+  ask->member = job->holder_id;
+  ask->my_end = log->meta.head_seq;
+  ask->live = st.cfg.view->current()->holders;
+  self->request(*st.cfg.view->records(), std::chrono::seconds(10), record_atom::value,
+                record_request_ptr(std::move(ask)))
+      .then(
+          [self, job, log](const record_answer_ptr& a) mutable {
+            if (!a->ok) return claim_later(self, job->stream, job->hub, a->reason);
+            auto holder = job->holder;
+            auto key = job->stream;
+            auto epoch = log->meta.epoch;
+            log->committed = [holder, key, epoch] {
+              caf::anon_send(holder, taken_atom::value, key.tenant, key.name, epoch);
+            };
+            logging::info("cluster.stream_taken",
+                          {{"stream", key.name},
+                           {"from", job->holder_id},
+                           {"events", static_cast<std::uint64_t>(log->events.size())}});
+            caf::anon_send(job->hub, actors::adopt_atom::value, actors::stream_handoff_ptr(std::move(log)));
+          },
+          [self, job](caf::error& err) {
+            claim_later(self, job->stream, job->hub, self->system().render(err));
+          });
+}
+
 }  // namespace
 
 void on_pull(self_ptr self, const actors::stream_key& key, const actors::hub_actor& hub) {
@@ -248,6 +367,13 @@ void on_pull(self_ptr self, const actors::stream_key& key, const actors::hub_act
   // reads the store once it has the answer.
   with_copy_stopped(self, key,
                     [self, key, hub](const copy_status& copy) { pull_with(self, key, hub, copy); });
+}
+
+void on_claim_retry(self_ptr self, const actors::stream_key& key, const actors::hub_actor& hub) {
+  // A stream this node no longer owns: its hub was moved, and what it held
+  // went to the new route.
+  if (!self->state.cfg.view->owner_of(key.tenant, key.name).empty()) return;
+  on_pull(self, key, hub);
 }
 
 void on_pull_retry(self_ptr self, std::uint64_t token) {

@@ -340,6 +340,7 @@ relay_actor::behavior_type relay(relay_actor::stateful_pointer<relay_state> self
       [](actors::trim_atom) {},
       [self](actors::moved_atom) { on_moved(self); },
       [](actors::adopt_atom, const actors::stream_handoff_ptr&) {},
+      [](actors::hold_atom, const std::string&) {},
       [](actors::adopted_atom, const std::string&) {},
       [](actors::quiesce_atom) { return true; },
       // A relay holds no log of its own: nothing to replicate or fence.

@@ -1,6 +1,7 @@
 #include "core/stream_leadership.hpp"
 
 #include <algorithm>
+#include <cstdint>
 
 namespace tidings::core {
 namespace {
@@ -24,6 +25,20 @@ const char* leader_check(const stream_record& r, const member_id& by, std::uint6
   if (r.leader != by) return "only the stream's leader changes its in-sync replicas";
   if (r.leader_epoch != at_epoch) return "the leader epoch has moved on";
   return nullptr;
+}
+
+// The record led by candidate at a new epoch that begins after its log's
+// end, with the ISR's live members.
+stream_record led_by(const stream_record& r, const member_id& candidate, std::uint64_t candidate_end,
+                     const std::vector<member_id>& live) {
+  stream_record next = r;
+  next.leader = candidate;
+  next.leader_epoch = r.leader_epoch + 1;
+  next.isr.clear();
+  for (const auto& m : r.isr)
+    if (contains(live, m)) next.isr.push_back(m);
+  next.epochs.push_back({next.leader_epoch, candidate_end + 1});
+  return next;
 }
 
 }  // namespace
@@ -73,14 +88,80 @@ rule_result elect(const stream_record& r, const member_id& candidate, std::uint6
     return refuse(candidate + " is not an in-sync replica: it may lack acknowledged events");
   if (!r.leader.empty() && r.leader != candidate && contains(live, r.leader))
     return refuse("the leader " + r.leader + " still holds its lease");
-  stream_record next = r;
-  next.leader = candidate;
-  next.leader_epoch = r.leader_epoch + 1;
-  next.isr.clear();
-  for (const auto& m : r.isr)
-    if (contains(live, m)) next.isr.push_back(m);
-  next.epochs.push_back({next.leader_epoch, candidate_end + 1});
+  return accept(led_by(r, candidate, candidate_end, live));
+}
+
+rule_result succeed(const stream_record& r, const member_id& candidate, std::uint64_t candidate_end,
+                    const member_id& from, const std::vector<member_id>& live) {
+  if (!contains(live, candidate)) return refuse(candidate + " holds no live lease");
+  if (from == candidate) return refuse("a member cannot take its log from itself");
+  const bool leader_gone = r.leader.empty() || !contains(live, r.leader);
+  if (from != r.leader && !(leader_gone && r.in_isr(from)))
+    return refuse(from + " is neither the leader nor, with the leader gone, an in-sync replica");
+  auto next = led_by(r, candidate, candidate_end, live);
+  next.isr.push_back(candidate);
   return accept(std::move(next));
+}
+
+claim_plan plan_claim(const std::optional<stream_record>& r, const member_id& me, bool has_copy,
+                      std::uint64_t my_end, const std::vector<member_id>& live) {
+  using kind = claim_plan::kind;
+  claim_plan p;
+  if (!r) {
+    p.what = kind::create;
+    p.change = accept(first_record(me, {}, 0));
+    return p;
+  }
+  if (r->leader == me) {
+    p.what = kind::lead;
+    return p;
+  }
+  if (!r->leader.empty() && contains(live, r->leader)) {
+    p.what = kind::pull;
+    p.from = r->leader;
+    return p;
+  }
+  if (has_copy && r->in_isr(me)) {
+    p.what = kind::elect;
+    p.change = elect(*r, me, my_end, live);
+    if (p.change.ok) return p;
+  }
+  for (const auto& m : r->isr)
+    if (m != me && contains(live, m)) {
+      p.what = kind::pull;
+      p.from = m;
+      return p;
+    }
+  p.what = kind::hold;
+  std::string isr;
+  for (const auto& m : r->isr) isr += (isr.empty() ? "" : ", ") + m;
+  p.reason = "no in-sync replica of the stream holds a live lease (in sync: " + isr +
+             "); writes wait until one returns";
+  return p;
+}
+
+isr_step next_isr_step(const stream_record& r, const member_id& me, const std::vector<member_id>& in_sync,
+                       const std::map<member_id, std::uint64_t>& ends, std::uint64_t must_hold) {
+  for (const auto& m : r.isr)
+    if (m != me && !contains(in_sync, m)) return {isr_step::kind::shrink, m};
+  for (const auto& m : in_sync) {
+    if (m == me || r.in_isr(m)) continue;
+    auto it = ends.find(m);
+    if (it != ends.end() && it->second >= must_hold) return {isr_step::kind::expand, m};
+  }
+  return {};
+}
+
+std::uint64_t acknowledgeable(const stream_record& r, const member_id& me, std::uint64_t my_epoch,
+                              const std::map<member_id, std::uint64_t>& durable_ends,
+                              std::size_t min_insync) {
+  if (r.leader != me || r.leader_epoch != my_epoch || r.isr.size() < min_insync) return 0;
+  std::uint64_t bound = UINT64_MAX;
+  for (const auto& m : r.isr) {
+    auto it = durable_ends.find(m);
+    bound = std::min(bound, it == durable_ends.end() ? 0 : it->second);
+  }
+  return bound == UINT64_MAX ? 0 : bound;
 }
 
 rule_result force_elect(const stream_record& r, const member_id& candidate, std::uint64_t candidate_end,

@@ -21,6 +21,7 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -78,6 +79,46 @@ rule_result expand_isr(const stream_record& r, const member_id& by, std::uint64_
 // candidate's log end: its epoch starts after it.
 rule_result elect(const stream_record& r, const member_id& candidate, std::uint64_t candidate_end,
                   const std::vector<member_id>& live);
+
+// candidate holds the whole log of `from` (pulled while `from` wrote
+// nothing more: a handoff) and leads it at a new epoch. `from` is the
+// leader (live and quiesced, or gone), or, once the leader's lease is
+// gone, an ISR member. The ISR keeps its live members and gains candidate.
+rule_result succeed(const stream_record& r, const member_id& candidate, std::uint64_t candidate_end,
+                    const member_id& from, const std::vector<member_id>& live);
+
+// What a member that placement makes a stream's owner does with the record
+// (nullopt: none yet) before it serves the stream: lead on the log it has
+// (as the recorded leader, by creating the record, or by winning an
+// election from the ISR), pull the log from `from` first (then `succeed`),
+// or hold: no live member holds what was acknowledged, and no unclean
+// election is made on its own (ADR 0021).
+struct claim_plan {
+  enum class kind { lead, create, elect, pull, hold } what = kind::hold;
+  member_id from;      // pull: whose log
+  rule_result change;  // create and elect: the record to write
+  std::string reason;  // hold: why, for logs and refused writes
+};
+claim_plan plan_claim(const std::optional<stream_record>& r, const member_id& me, bool has_copy,
+                      std::uint64_t my_end, const std::vector<member_id>& live);
+
+// The leader's next change of its ISR towards its followers as they are
+// (in_sync: the followers that get every write): members that fell out go
+// first, so the ISR is never larger than what the leader waits for; then
+// the ones in sync come in. ends: each follower's durable end; must_hold:
+// what a member must hold to come in (the log at the leader's election and
+// everything acknowledged since).
+struct isr_step {
+  enum class kind { none, shrink, expand } what = kind::none;
+  member_id member;
+};
+isr_step next_isr_step(const stream_record& r, const member_id& me, const std::vector<member_id>& in_sync,
+                       const std::map<member_id, std::uint64_t>& ends, std::uint64_t must_hold);
+
+// The highest seq the leader may acknowledge (may_acknowledge for every seq
+// up to it; 0 when none).
+std::uint64_t acknowledgeable(const stream_record& r, const member_id& me, std::uint64_t my_epoch,
+                              const std::map<member_id, std::uint64_t>& durable_ends, std::size_t min_insync);
 
 // The operator's unclean election, only when no ISR member is alive: the
 // log continues on candidate as a new log (new log_epoch, so every cursor

@@ -3,7 +3,9 @@
 #include <algorithm>
 #include <stdexcept>
 
+#include "tests/support/bounded_poll.hpp"
 #include "tests/support/publishing.hpp"
+#include "tests/support/replicated_traffic.hpp"
 
 namespace tidings::testing {
 
@@ -93,6 +95,42 @@ int alive_members(const nlohmann::json& view) {
   for (const auto& row : view.value("nodes", nlohmann::json::array()))
     if (row.value("state", "") == "alive") ++alive;
   return alive;
+}
+
+client::http_response publish_keyed(const client::endpoint& ep, const std::string& stream, int i) {
+  return client::request(
+      ep, "POST", events_target(stream), event_json("/e", "ADDED", nlohmann::json{{"i", i}}),
+      {{"Content-Type", "application/json"}, {"Idempotency-Key", stream + "-" + std::to_string(i)}},
+      std::chrono::seconds(15));
+}
+
+client::http_response await_refused(const client::endpoint& ep, const std::string& stream, int i,
+                                    const std::vector<std::string>& reasons) {
+  client::http_response r;
+  poll_until(std::chrono::seconds(20), [&] {
+    r = publish_keyed(ep, stream, i);
+    return r.status == 503 && std::any_of(reasons.begin(), reasons.end(), [&](const std::string& why) {
+             return r.body.find(why) != std::string::npos;
+           });
+  });
+  return r;
+}
+
+std::string read_back_everywhere(cluster_nodes& cluster, const std::string& stream, const std::string& since,
+                                 const std::map<int, std::string>& acked) {
+  std::string problems;
+  for (std::size_t n = 0; n < cluster.size(); ++n) {
+    if (!cluster.running(n)) continue;
+    stream_reader late({cluster.endpoint(n)}, stream, since, acked.size(), std::chrono::seconds(20));
+    late.await_started(std::chrono::seconds(10));
+    late.join();
+    auto diff = compare_with_acknowledged(late.events(), acked);
+    if (!late.controls().empty()) diff += " controls " + nlohmann::json(late.controls()).dump();
+    if (!diff.empty())
+      problems += "node " + std::to_string(n) + " (" + std::to_string(late.events().size()) +
+                  " events): " + diff + "\n";
+  }
+  return problems;
 }
 
 }  // namespace tidings::testing

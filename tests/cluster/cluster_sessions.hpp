@@ -8,6 +8,7 @@
 
 #include <chrono>
 #include <cstddef>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -43,6 +44,18 @@ std::vector<std::string> cursors_of(const std::vector<data_event>& events);
 // The SSE `id` of each event, in arrival order.
 std::vector<std::string> ids_of(const std::vector<data_event>& events);
 
+// Publishes event {"i": i} to `stream` through `ep` with Idempotency-Key
+// "<stream>-<i>", once; the answer as it came.
+client::http_response publish_keyed(const client::endpoint& ep, const std::string& stream, int i);
+// Polls (bounded) until a publish through `ep` is refused with 503 and a
+// body holding one of `reasons`; the last answer.
+client::http_response await_refused(const client::endpoint& ep, const std::string& stream, int i,
+                                    const std::vector<std::string>& reasons);
+// Reads `stream` after `since` through every running node with a late
+// session: "" when each got exactly `acked` (compare_with_acknowledged) and
+// no control event, else what differed, per node.
+std::string read_back_everywhere(cluster_nodes& cluster, const std::string& stream, const std::string& since,
+                                 const std::map<int, std::string>& acked);
 // "<epoch>" of "<epoch>:<seq>".
 std::string epoch_of(const std::string& cursor);
 

@@ -64,6 +64,14 @@ struct fake_plane final : control_plane {
              std::function<void(std::string)> ended) override {
     watches.push_back({std::move(prefix), after, std::move(changed), std::move(ended)});
   }
+  // The registrar keeps no stream records.
+  void get(std::string, std::function<void(std::string, plane_record)> done) override {
+    done("not used here", {});
+  }
+  void swap(std::string, std::int64_t, std::string,
+            std::function<void(std::string, bool, plane_record)> done) override {
+    done("not used here", false, {});
+  }
   void stop() override {}
 };
 

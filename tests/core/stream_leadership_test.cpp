@@ -104,4 +104,82 @@ TEST_CASE("stream_leadership: logs agree up to the first seq whose leader epochs
   CHECK(e == leader);
 }
 
+TEST_CASE("stream_leadership: a handoff makes the member that took the whole log leader at a new epoch",
+          "[leadership]") {
+  const auto r = first_record("a", {"b"}, 1);
+  // From the live leader (it quiesced while the log was pulled).
+  const auto h = succeed(r, "c", 9, "a", {"a", "b", "c"});
+  REQUIRE(h.ok);
+  CHECK(h.record.leader == "c");
+  CHECK(h.record.leader_epoch == 2);
+  CHECK(h.record.isr == std::vector<member_id>{"a", "b", "c"});
+  CHECK(h.record.epochs == epoch_starts{{1, 1}, {2, 10}});
+  // From an ISR member only once the leader is gone.
+  CHECK_THAT(succeed(r, "c", 9, "b", {"a", "b", "c"}).reason, Catch::Contains("neither the leader"));
+  const auto g = succeed(r, "c", 9, "b", {"b", "c"});
+  REQUIRE(g.ok);
+  CHECK(g.record.isr == std::vector<member_id>{"b", "c"});
+  // Never from a member outside the ISR, nor from itself.
+  const auto shrunk = shrink_isr(r, "a", 1, "b").record;
+  CHECK_FALSE(succeed(shrunk, "c", 9, "b", {"b", "c"}).ok);
+  CHECK_FALSE(succeed(r, "a", 9, "a", {"a"}).ok);
+}
+
+TEST_CASE("stream_leadership: a new owner leads, elects itself, pulls or holds as the record says",
+          "[leadership]") {
+  using kind = claim_plan::kind;
+  // No record: the first owner creates it, alone in its ISR.
+  auto p = plan_claim(std::nullopt, "a", false, 0, {"a", "b"});
+  CHECK(p.what == kind::create);
+  REQUIRE(p.change.ok);
+  CHECK(p.change.record.isr == std::vector<member_id>{"a"});
+  const auto r = first_record("a", {"b", "c"}, 1);
+  CHECK(plan_claim(r, "a", true, 5, {"a", "b"}).what == kind::lead);
+  // A live leader hands its log over.
+  p = plan_claim(r, "b", true, 5, {"a", "b"});
+  CHECK(p.what == kind::pull);
+  CHECK(p.from == "a");
+  // The leader gone: an ISR member with its copy is elected.
+  p = plan_claim(r, "b", true, 5, {"b", "c"});
+  CHECK(p.what == kind::elect);
+  CHECK(p.change.record.leader == "b");
+  // Without a copy it pulls from a live ISR member.
+  p = plan_claim(r, "b", false, 0, {"b", "c"});
+  CHECK(p.what == kind::pull);
+  CHECK(p.from == "c");
+  // Outside the ISR (it fell behind and the leader shrank it away) with no
+  // ISR member alive: it holds, whatever its own copy says.
+  const auto alone = shrink_isr(shrink_isr(r, "a", 1, "b").record, "a", 1, "c").record;
+  p = plan_claim(alone, "b", true, 50, {"b", "c"});
+  CHECK(p.what == kind::hold);
+  CHECK_THAT(p.reason, Catch::Contains("in sync: a"));
+}
+
+TEST_CASE("stream_leadership: the leader shrinks its ISR to what it waits for before it grows it",
+          "[leadership]") {
+  const auto r = first_record("a", {"b"}, 1);
+  // b fell out of sync: shrink first.
+  auto s = next_isr_step(r, "a", {"c"}, {{"c", 10}}, 5);
+  CHECK(s.what == isr_step::kind::shrink);
+  CHECK(s.member == "b");
+  const auto shrunk = shrink_isr(r, "a", 1, "b").record;
+  // c comes in only once it holds what it must.
+  CHECK(next_isr_step(shrunk, "a", {"c"}, {{"c", 4}}, 5).what == isr_step::kind::none);
+  s = next_isr_step(shrunk, "a", {"c"}, {{"c", 5}}, 5);
+  CHECK(s.what == isr_step::kind::expand);
+  CHECK(s.member == "c");
+  CHECK(next_isr_step(r, "a", {"b"}, {{"b", 9}}, 5).what == isr_step::kind::none);
+}
+
+TEST_CASE("stream_leadership: the leader acknowledges up to what every ISR member holds", "[leadership]") {
+  const auto r = first_record("a", {"b"}, 1);
+  CHECK(acknowledgeable(r, "a", 1, {{"a", 9}, {"b", 7}}, 2) == 7);
+  CHECK(acknowledgeable(r, "a", 1, {{"a", 9}}, 2) == 0);
+  CHECK(acknowledgeable(r, "a", 2, {{"a", 9}, {"b", 7}}, 2) == 0);
+  CHECK(acknowledgeable(r, "b", 1, {{"a", 9}, {"b", 7}}, 2) == 0);
+  const auto alone = shrink_isr(r, "a", 1, "b").record;
+  CHECK(acknowledgeable(alone, "a", 1, {{"a", 9}}, 2) == 0);
+  CHECK(acknowledgeable(alone, "a", 1, {{"a", 9}}, 1) == 9);
+}
+
 }  // namespace tidings::core

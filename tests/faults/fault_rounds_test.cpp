@@ -1,7 +1,8 @@
 // The fault-injection suite (issue 26): rounds of real traffic on a real
-// three-node cluster in real etcd, with one fault per round drawn from a
-// seed, then every stream read back through every node by the history
-// checker (history_check.hpp). Each scenario is a test case:
+// three-node cluster in real etcd (three streams, each owned by another
+// node), with one fault per round drawn from a seed, then every stream
+// read back through every node by the history checker (history_check.hpp).
+// Each scenario is a test case:
 //
 //   pause        SIGSTOP of the owner, its follower or the third node, for
 //                0.5-4 s (the member lease is 2 s: shorter and longer)
@@ -67,13 +68,14 @@ std::uint64_t first_seed() {
 }
 
 struct round_outcome {
-  history_report history;
-  std::chrono::milliseconds longest_wait{0};  // one publish, first try to acknowledgement
+  std::vector<std::vector<std::pair<int, std::string>>> acked;  // per stream
+  std::vector<history_report> histories;                        // per stream
+  std::chrono::milliseconds longest_wait{0};                    // one publish, first try to acknowledgement
   int retries = 0;
   std::string failure;  // traffic that never completed
 };
 
-// The node a step hits: the stream is owned by node 0 and followed by node 1.
+// The node a step hits: stream 0 is owned by node 0 and followed by node 1.
 std::size_t node_of(fault_target t) {
   return t == fault_target::owner ? 0 : t == fault_target::follower ? 1 : 2;
 }
@@ -149,58 +151,96 @@ void inject(cluster_nodes& cluster, etcd_cluster& etcd, const fault_step& step) 
   }
 }
 
-round_outcome run_round(const fault_scenario& scenario, std::uint64_t seed, etcd_cluster& etcd,
-                        bool distinct_users) {
-  const auto step = plan_round(scenario, seed);
-  cluster_nodes cluster(3, {}, 20s, &etcd, distinct_users);
-  const auto stream = cluster.owned_stream(0, "fault" + std::to_string(seed) + "-", 1);
-  const auto start = publish(cluster.endpoint(0), stream, event_json("/e", "ADDED", json{{"i", 0}}));
-  const std::size_t total = publishers * per_publisher + 1;
+// Three streams per round, each owned by another node and followed by the
+// next, so every fault hits the owner of one stream, the follower of
+// another and the third node of the last: the fault's target names its
+// role for stream 0.
+constexpr std::size_t streams = 3;
 
-  // A session on every node, each resuming on the next node when its own
-  // goes away (and following `closing` as a client does).
+// One stream's traffic: a session on every node, each resuming on the
+// next node when its own goes away (and following `closing` as a client
+// does), and the publishers, each through another node first.
+struct stream_traffic {
+  std::string stream;
+  std::string start;
   std::vector<std::unique_ptr<stream_reader>> readers;
-  for (std::size_t n = 0; n < cluster.size(); ++n)
-    readers.push_back(std::make_unique<stream_reader>(
-        std::vector{cluster.endpoint(n), cluster.endpoint((n + 1) % 3), cluster.endpoint((n + 2) % 3)},
-        stream, start, total - 1, 90s, true));
-  for (auto& r : readers) r->await_started(10s);
-
-  round_outcome out;
   std::vector<std::unique_ptr<steady_publisher>> pubs;
+};
+
+stream_traffic start_traffic(cluster_nodes& cluster, std::size_t owner, std::uint64_t seed) {
+  stream_traffic t;
+  t.stream = cluster.owned_stream(owner, "fault" + std::to_string(seed) + "-" + std::to_string(owner) + "-",
+                                  (owner + 1) % cluster.size());
+  t.start = publish(cluster.endpoint(owner), t.stream, event_json("/e", "ADDED", json{{"i", 0}}));
+  const std::size_t total = publishers * per_publisher;
+  for (std::size_t n = 0; n < cluster.size(); ++n)
+    t.readers.push_back(std::make_unique<stream_reader>(
+        std::vector{cluster.endpoint(n), cluster.endpoint((n + 1) % 3), cluster.endpoint((n + 2) % 3)},
+        t.stream, t.start, total, 90s, true));
+  return t;
+}
+
+void start_publishers(cluster_nodes& cluster, stream_traffic& t) {
   for (int p = 0; p < publishers; ++p) {
     const auto first = static_cast<std::size_t>(p + 1);
-    pubs.push_back(std::make_unique<steady_publisher>(
+    t.pubs.push_back(std::make_unique<steady_publisher>(
         std::vector{cluster.endpoint(first % 3), cluster.endpoint((first + 1) % 3),
                     cluster.endpoint((first + 2) % 3)},
-        stream, 1 + p * per_publisher, per_publisher, rate, 2, 60s));
+        t.stream, 1 + p * per_publisher, per_publisher, rate, 2, 60s));
   }
-  std::this_thread::sleep_for(step.after);
-  inject(cluster, etcd, step);
+}
 
-  // Event 0 is where the sessions start reading (after it): not counted.
+// Waits for the publishers, then reads the stream back: the sessions that
+// read throughout and a late session on every node. Event 0 is where the
+// sessions start reading (after it): not counted.
+void finish_traffic(stream_traffic& t, round_outcome& out) {
   std::vector<std::pair<int, std::string>> acked;
-  for (auto& p : pubs) {
-    if (!p->join(90s)) out.failure += p->failure() + "; ";
+  for (auto& p : t.pubs) {
+    if (!p->join(90s)) out.failure += t.stream + ": " + p->failure() + "; ";
     for (const auto& [i, c] : p->acknowledged()) acked.emplace_back(i, c);
     out.longest_wait = std::max(out.longest_wait, p->longest_wait());
     out.retries += p->retries();
   }
-  cluster.await_converged(30s);
+  out.acked.push_back(std::move(acked));
+}
 
+history_report read_back_stream(cluster_nodes& cluster, stream_traffic& t,
+                                const std::vector<std::pair<int, std::string>>& acked) {
+  const std::size_t total = publishers * per_publisher;
   std::vector<read_back> reads;
-  for (std::size_t n = 0; n < readers.size(); ++n) {
-    readers[n]->join();
-    reads.push_back({"session on node " + std::to_string(n) + " throughout", readers[n]->events(),
-                     readers[n]->controls()});
+  for (std::size_t n = 0; n < t.readers.size(); ++n) {
+    t.readers[n]->join();
+    reads.push_back({t.stream + ": session on node " + std::to_string(n) + " throughout",
+                     t.readers[n]->events(), t.readers[n]->controls()});
   }
   for (std::size_t n = 0; n < cluster.size(); ++n) {
-    stream_reader late({cluster.endpoint(n)}, stream, start, total - 1, 30s);
+    stream_reader late({cluster.endpoint(n)}, t.stream, t.start, total, 30s);
     late.await_started(10s);
     late.join();
-    reads.push_back({"late session on node " + std::to_string(n), late.events(), late.controls()});
+    reads.push_back(
+        {t.stream + ": late session on node " + std::to_string(n), late.events(), late.controls()});
   }
-  out.history = check_history(acked, reads);
+  return check_history(acked, reads);
+}
+
+round_outcome run_round(const fault_scenario& scenario, std::uint64_t seed, etcd_cluster& etcd,
+                        bool distinct_users) {
+  const auto step = plan_round(scenario, seed);
+  cluster_nodes cluster(3, {}, 20s, &etcd, distinct_users);
+  std::vector<stream_traffic> traffic;
+  for (std::size_t owner = 0; owner < streams; ++owner)
+    traffic.push_back(start_traffic(cluster, owner, seed));
+  for (auto& t : traffic)
+    for (auto& r : t.readers) r->await_started(10s);
+
+  round_outcome out;
+  for (auto& t : traffic) start_publishers(cluster, t);
+  std::this_thread::sleep_for(step.after);
+  inject(cluster, etcd, step);
+  for (auto& t : traffic) finish_traffic(t, out);
+  cluster.await_converged(30s);
+  for (std::size_t k = 0; k < traffic.size(); ++k)
+    out.histories.push_back(read_back_stream(cluster, traffic[k], out.acked[k]));
   return out;
 }
 
@@ -233,16 +273,21 @@ void run_scenario(const std::string& name) {
     INFO("scenario " << name << ", round " << k << ", seed " << seed << " (TIDINGS_FAULT_SEED=" << seed
                      << " TIDINGS_FAULT_ROUNDS=1 reruns it): " << describe(step));
     auto out = run_round(*scenario, seed, etcd, partitions);
-    INFO(out.history.summary());
     INFO("publishers: " << (out.failure.empty() ? "done" : out.failure));
     CHECK(out.failure.empty());
-    CHECK(out.history.clean());
-    acknowledged += out.history.acknowledged;
-    lost += out.history.lost;
-    reassigned += out.history.reassigned;
-    resyncs += out.history.resyncs;
+    bool round_clean = out.failure.empty();
+    for (std::size_t i = 0; i < out.histories.size(); ++i) {
+      const auto& h = out.histories[i];
+      INFO("stream " << i << " (owned by node " << i << "): " << h.summary());
+      CHECK(h.clean());
+      round_clean = round_clean && h.clean();
+      acknowledged += h.acknowledged;
+      lost += h.lost;
+      reassigned += h.reassigned;
+      resyncs += h.resyncs;
+    }
     longest = std::max(longest, out.longest_wait);
-    if (out.history.clean() && out.failure.empty()) ++clean;
+    if (round_clean) ++clean;
   }
   // One line per scenario, as docs/reliability.md records them.
   std::cerr << "faults: " << name << " | rounds " << rounds << " (seeds " << first_seed() << ".."

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <sstream>
+#include <stdexcept>
 
 #include <nlohmann/json.hpp>
 
@@ -216,6 +217,16 @@ std::vector<std::string> stream_reader::controls() const {
 
 void merge_acknowledged(std::map<int, std::string>& into, const std::map<int, std::string>& from) {
   for (const auto& [i, c] : from) into[i] = c;
+}
+
+void publish_steadily(std::map<int, std::string>& into, std::vector<client::endpoint> targets,
+                      const std::string& stream, int first, int count, int rate,
+                      std::chrono::milliseconds timeout) {
+  steady_publisher p(std::move(targets), stream, first, count, rate);
+  if (!p.join(timeout))
+    throw std::runtime_error("publishing events " + std::to_string(first) + ".." +
+                             std::to_string(first + count - 1) + " to " + stream + ": " + p.failure());
+  merge_acknowledged(into, p.acknowledged());
 }
 
 std::string compare_with_acknowledged(const std::vector<data_event>& got,

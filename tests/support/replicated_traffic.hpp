@@ -109,6 +109,12 @@ class stream_reader {
 
 // Adds what `from` acknowledged (event index -> cursor) to `into`.
 void merge_acknowledged(std::map<int, std::string>& into, const std::map<int, std::string>& from);
+// A steady_publisher run to its end: adds what it acknowledged to `into`,
+// or throws with its failure when not every event was acknowledged within
+// `timeout`.
+void publish_steadily(std::map<int, std::string>& into, std::vector<client::endpoint> targets,
+                      const std::string& stream, int first, int count, int rate = 500,
+                      std::chrono::milliseconds timeout = std::chrono::seconds(30));
 
 // Empty when `got` is exactly the acknowledged events in cursor order, each
 // once, with the payload acknowledged under its cursor, and nothing else
