@@ -568,12 +568,13 @@ void activate(self_ptr self) {
     base = {st.meta->term, st.meta->term_owner, st.meta->head_seq};
   else
     base.term = st.prior_term;
-  // A new term when this node takes over a log another member wrote: that
-  // writer is fenced by it. Going on with its own log keeps its term (no
-  // one else to fence, and a member that took it over meanwhile holds a
-  // newer term that wins when they meet).
-  bool own = base.owner.empty() || base.owner == st.cfg.node_id;
-  st.term = own && st.meta ? std::max<std::uint64_t>(base.term, 1) : base.term + 1;
+  // A new term for every leadership, its own log's too: a follower may
+  // hold events this node shipped but never made durable before it
+  // stopped, and only a newer term makes it cut them off (from the base,
+  // this log's term and head) instead of taking the same seqs again as
+  // "sent again" while they now carry other events. Taking over another
+  // member's log fences that writer the same way.
+  st.term = base.term + 1;
   st.replicated = st.committed_head;
   auto start = std::make_shared<replica_start>();
   start->base = base;

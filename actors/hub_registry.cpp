@@ -63,6 +63,12 @@ hub_actor hub_registry::get(const stream_key& key) {
   return get_locked(key);
 }
 
+bool hub_registry::is_current(const stream_key& key, const hub_actor& hub) const {
+  std::lock_guard lock(mutex_);
+  auto it = hubs_.find(key);
+  return it != hubs_.end() && it->second.owner.empty() && it->second.actor == hub;
+}
+
 hub_actor hub_registry::get_locked(const stream_key& key) {
   auto owner = router() && !pinned_locked(key) ? router()->owner(key) : std::string{};
   auto it = hubs_.find(key);

@@ -38,6 +38,9 @@ class hub_registry {
   // the stream itself is created by its first publish). In a cluster, for a
   // stream owned elsewhere, its relay.
   hub_actor get(const stream_key& key);
+  // Whether `hub` is the registry's hub of `key` now (a pull or claim made
+  // for a hub the registry has since dropped is moot).
+  bool is_current(const stream_key& key, const hub_actor& hub) const;
 
   // Set once, before any get(), when the node is part of a cluster.
   void set_router(hub_router* router) { router_.store(router); }

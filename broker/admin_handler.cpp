@@ -519,7 +519,7 @@ route_result api::force_leader(const http_request& req, const caller& who, respo
                           if (!reply.is_object()) return respond(error_response(500, "unreadable answer"));
                           const int status = reply.value("status", 500);
                           reply.erase("status");
-                          respond(json_response(status, std::move(reply)));
+                          respond(json_response(status, reply));
                         });
   return {};
 }

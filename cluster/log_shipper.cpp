@@ -225,11 +225,12 @@ void ship_to(self_ptr self, const std::string& id, follower& f, const actors::re
 
 void fence(self_ptr self, const std::string& by);
 void sync_isr(self_ptr self);
+void catch_up(self_ptr self, const std::string& id);
 
 // One ask of the record keeper at a time; no answer: asked again after
 // `pause` (isr_atom).
 void ask_record(self_ptr self, std::shared_ptr<record_request> ask, std::chrono::milliseconds pause,
-                std::function<void(const record_answer&)> answered) {
+                const std::function<void(const record_answer&)>& answered) {
   auto& st = self->state;
   st.record_busy = true;
   self->request(*st.cfg.records, std::chrono::seconds(10), record_atom::value,
@@ -248,11 +249,17 @@ void ask_record(self_ptr self, std::shared_ptr<record_request> ask, std::chrono:
 // The record as the keeper answered it: what acknowledgements and
 // writability follow now, and the next change of the ISR.
 void took_record(self_ptr self, const std::optional<core::stream_record>& record) {
-  self->state.record = record;
+  auto& st = self->state;
+  st.record = record;
   publish_state(self);
   report_writable(self);
   report(self);
   sync_isr(self);
+  // Catch-ups that waited for a member to leave the ISR go on.
+  for (const auto& [id, f] : st.followers)
+    if (st.record && !f.busy && (f.at == phase::probing || f.at == phase::catching_up) &&
+        !st.record->in_isr(id))
+      catch_up(self, id);
 }
 
 // Brings the record's ISR to the followers the quorum waits for, one
@@ -346,6 +353,13 @@ void catch_up(self_ptr self, const std::string& id) {
   }
   auto a = append_header(st);
   bool reset = f.epoch != st.meta.epoch || f.head + 1 < st.meta.first_seq || f.head > st.shipped;
+  if (reset && st.cfg.records && (!st.record || st.record->in_isr(id))) {
+    // A reset rewrites its copy from the start: an ISR member's copy must
+    // not be taken apart while the record still says it can be elected.
+    // The ISR shrinks first (took_record resumes this catch-up).
+    if (st.quorum->in_sync(id)) st.quorum->set_in_sync(id, false);
+    return sync_isr(self);
+  }
   std::uint64_t after = reset ? st.meta.first_seq - 1 : f.head;
   if (!reset && after == st.shipped) {
     // It holds everything: live from here, and it knows.
@@ -464,7 +478,10 @@ void on_reply(self_ptr self, const std::string& id, std::uint64_t generation, bo
     case proto::ReplicaReply::OK:
       f.epoch = r.epoch();
       f.head = r.head();
-      if (r.epoch() == st.meta.epoch) st.quorum->confirm(id, r.head());
+      // Only as far as what it was sent: a copy that holds more (seqs of
+      // an earlier life of this log, past what this node holds) vouches
+      // for nothing beyond, until the newer term has cut those off.
+      if (r.epoch() == st.meta.epoch) st.quorum->confirm(id, std::min(r.head(), shipped_then));
       // A probe or a step that did not reach our head: go on.
       if (f.at != phase::in_sync) catch_up(self, id);
       report(self);

@@ -30,7 +30,7 @@ constexpr auto drain_for = std::chrono::seconds(15);
 
 void claim_later(self_ptr self, const actors::stream_key& key, const actors::hub_actor& hub,
                  const std::string& why);
-void succeed_then_adopt(self_ptr self, std::shared_ptr<node_state::pull_job> job,
+void succeed_then_adopt(self_ptr self, const std::shared_ptr<node_state::pull_job>& job,
                         std::shared_ptr<actors::stream_handoff> log);
 
 void finish_pull(self_ptr self, std::uint64_t token, std::shared_ptr<actors::stream_handoff> log) {
@@ -94,6 +94,7 @@ void ask_holder(self_ptr self, std::uint64_t token, std::uint64_t after_seq) {
   req.set_stream(job->stream.name);
   req.set_requester(st.table.self().id);
   req.set_after_seq(after_seq);
+  req.set_by_record(job->claimed);
   self->request(job->holder, st.cfg.request_timeout, take_atom::value, req.SerializeAsString())
       .then(
           [self, token](const std::string& bytes) {
@@ -328,9 +329,13 @@ void claim_later(self_ptr self, const actors::stream_key& key, const actors::hub
 
 // The pulled log is this node's once the record says so (`succeed`): the
 // holder wrote nothing more while it was pulled.
-void succeed_then_adopt(self_ptr self, std::shared_ptr<node_state::pull_job> job,
+void succeed_then_adopt(self_ptr self, const std::shared_ptr<node_state::pull_job>& job,
                         std::shared_ptr<actors::stream_handoff> log) {
   auto& st = self->state;
+  // The hub the log was pulled for was replaced meanwhile (the stream moved
+  // away and back): taking the record for it would name a leader that
+  // stores nothing. The current hub makes its own claim.
+  if (!st.cfg.hubs->is_current(job->stream, job->hub)) return;
   auto ask = std::make_shared<record_request>();
   ask->what = record_request::kind::succeed;
   ask->stream = job->stream;
@@ -370,9 +375,11 @@ void on_pull(self_ptr self, const actors::stream_key& key, const actors::hub_act
 }
 
 void on_claim_retry(self_ptr self, const actors::stream_key& key, const actors::hub_actor& hub) {
-  // A stream this node no longer owns: its hub was moved, and what it held
-  // went to the new route.
-  if (!self->state.cfg.view->owner_of(key.tenant, key.name).empty()) return;
+  // A stream this node no longer owns, or whose hub the registry replaced:
+  // that hub was moved, and what it held went to the new route.
+  if (!self->state.cfg.view->owner_of(key.tenant, key.name).empty() ||
+      !self->state.cfg.hubs->is_current(key, hub))
+    return;
   on_pull(self, key, hub);
 }
 
@@ -402,10 +409,12 @@ caf::result<std::string> on_take(self_ptr self, const std::string& bytes) {
                  {{"stream", key.name}, {"by", req.requester()}, {"after", req.after_seq()}});
   if (req.after_seq() == 0) {
     // A follower's copy is handed out only when its owner said it was
-    // whole (ADR 0017); one from before a restart cannot say.
+    // whole (ADR 0017; one from before a restart cannot say), or when the
+    // stream's record says so (the requester found this member in the ISR).
     auto rp = self->make_response_promise();
-    with_copy_stopped(self, key, [self, rp, key](const copy_status& copy) mutable {
-      if (copy.exists && copy.owner != self->state.table.self().id && !copy.in_sync) {
+    const bool vouched = req.by_record();
+    with_copy_stopped(self, key, [self, rp, key, vouched](const copy_status& copy) mutable {
+      if (copy.exists && copy.owner != self->state.table.self().id && !copy.in_sync && !vouched) {
         proto::TakeReply none;
         none.set_status(proto::TakeReply::NONE);
         rp.deliver(none.SerializeAsString());

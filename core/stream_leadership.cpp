@@ -95,9 +95,14 @@ rule_result succeed(const stream_record& r, const member_id& candidate, std::uin
                     const member_id& from, const std::vector<member_id>& live) {
   if (!contains(live, candidate)) return refuse(candidate + " holds no live lease");
   if (from == candidate) return refuse("a member cannot take its log from itself");
-  const bool leader_gone = r.leader.empty() || !contains(live, r.leader);
+  // The recorded leader itself may take its log back from an ISR member
+  // (its own copy was lost): that member holds everything acknowledged.
+  const bool leader_gone = r.leader.empty() || !contains(live, r.leader) || r.leader == candidate;
   if (from != r.leader && !(leader_gone && r.in_isr(from)))
     return refuse(from + " is neither the leader nor, with the leader gone, an in-sync replica");
+  // The giver stays in the ISR: it keeps its copy until the taker has
+  // stored the log (a taker killed before that pulls it again from there),
+  // and the taker's shipper shrinks it away unless it follows.
   auto next = led_by(r, candidate, candidate_end, live);
   next.isr.push_back(candidate);
   return accept(std::move(next));
@@ -112,16 +117,21 @@ claim_plan plan_claim(const std::optional<stream_record>& r, const member_id& me
     p.change = accept(first_record(me, {}, 0));
     return p;
   }
-  if (r->leader == me) {
+  // The recorded leader leads on its copy only when that holds the log as
+  // it was when it was elected: a copy lost or cut short (its store wiped,
+  // or it was killed between taking the record and storing a pulled log)
+  // is pulled again from a live ISR member first.
+  const std::uint64_t elected_end = r->epochs.empty() ? 0 : r->epochs.back().start - 1;
+  if (r->leader == me && (has_copy ? my_end >= elected_end : elected_end == 0)) {
     p.what = kind::lead;
     return p;
   }
-  if (!r->leader.empty() && contains(live, r->leader)) {
+  if (r->leader != me && !r->leader.empty() && contains(live, r->leader)) {
     p.what = kind::pull;
     p.from = r->leader;
     return p;
   }
-  if (has_copy && r->in_isr(me)) {
+  if (r->leader != me && has_copy && r->in_isr(me)) {
     p.what = kind::elect;
     p.change = elect(*r, me, my_end, live);
     if (p.change.ok) return p;
@@ -135,8 +145,11 @@ claim_plan plan_claim(const std::optional<stream_record>& r, const member_id& me
   p.what = kind::hold;
   std::string isr;
   for (const auto& m : r->isr) isr += (isr.empty() ? "" : ", ") + m;
-  p.reason = "no in-sync replica of the stream holds a live lease (in sync: " + isr +
-             "); writes wait until one returns";
+  p.reason = r->leader == me ? "this node leads the stream but its copy ends before seq " +
+                                   std::to_string(elected_end) + ", and no other in-sync replica (" + isr +
+                                   ") holds a live lease; writes wait until one returns"
+                             : "no in-sync replica of the stream holds a live lease (in sync: " + isr +
+                                   "); writes wait until one returns";
   return p;
 }
 

@@ -155,6 +155,30 @@ TEST_CASE("stream_leadership: a new owner leads, elects itself, pulls or holds a
   CHECK_THAT(p.reason, Catch::Contains("in sync: a"));
 }
 
+TEST_CASE(
+    "stream_leadership: the recorded leader leads only on a copy that holds the log it was elected with",
+    "[leadership]") {
+  using kind = claim_plan::kind;
+  // A new stream: no copy anywhere yet, and none needed.
+  CHECK(plan_claim(first_record("a", {}, 0), "a", false, 0, {"a"}).what == kind::lead);
+  // Elected (or handed the log) at seq 30: its copy must reach 30.
+  const auto r = succeed(first_record("b", {"c"}, 1), "a", 30, "b", {"a", "b", "c"}).record;
+  CHECK(plan_claim(r, "a", true, 30, {"a", "b", "c"}).what == kind::lead);
+  // Killed before it stored the pulled log: it pulls again from an ISR member.
+  auto p = plan_claim(r, "a", false, 0, {"a", "c"});
+  CHECK(p.what == kind::pull);
+  CHECK(p.from == "c");
+  p = plan_claim(r, "a", true, 12, {"a", "b"});
+  CHECK(p.what == kind::pull);
+  CHECK(p.from == "b");
+  // and takes its own record back from that member.
+  CHECK(succeed(r, "a", 30, "c", {"a", "c"}).ok);
+  // With no other ISR member alive it holds, and says why.
+  p = plan_claim(r, "a", true, 12, {"a"});
+  CHECK(p.what == kind::hold);
+  CHECK_THAT(p.reason, Catch::Contains("ends before seq 30"));
+}
+
 TEST_CASE("stream_leadership: the leader shrinks its ISR to what it waits for before it grows it",
           "[leadership]") {
   const auto r = first_record("a", {"b"}, 1);
