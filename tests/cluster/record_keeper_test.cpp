@@ -69,6 +69,16 @@ struct memory_plane final : control_plane {
   void stop() override {}
 };
 
+// Asks the keeper once and keeps the answer. A function with arguments, not
+// a capturing lambda: CAF 0.17 binds a null reference to a lambda actor
+// spawned without any (UBSan says so).
+void asker(caf::event_based_actor* self, const record_keeper_actor& keeper, const record_request_ptr& ask,
+           const std::shared_ptr<record_answer_ptr>& slot) {
+  self->request(keeper, caf::infinite, record_atom::value, ask).then([slot](const record_answer_ptr& a) {
+    *slot = a;
+  });
+}
+
 struct fixture {
   caf::actor_system_config cfg;
   std::unique_ptr<caf::actor_system> sys;
@@ -95,10 +105,7 @@ struct fixture {
   std::shared_ptr<record_answer_ptr> ask(record_request r) {
     r.stream = stream;
     auto slot = std::make_shared<record_answer_ptr>();
-    auto asker = sys->spawn([keeper = keeper, r, slot](caf::event_based_actor* self) {
-      self->request(keeper, caf::infinite, record_atom::value, std::make_shared<const record_request>(r))
-          .then([slot](const record_answer_ptr& a) { *slot = a; });
-    });
+    sys->spawn(asker, keeper, std::make_shared<const record_request>(std::move(r)), slot);
     sched->run();
     return slot;
   }
