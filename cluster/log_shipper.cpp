@@ -307,20 +307,14 @@ void sync_isr(self_ptr self) {
 void read_record(self_ptr self) {
   auto& st = self->state;
   auto ask = std::make_shared<record_request>();
-  ask->what = record_request::kind::claim;
+  ask->what = record_request::kind::read;
   ask->stream = st.cfg.stream;
-  ask->me = st.self_id;
-  ask->has_copy = st.meta.head_seq > 0;
-  ask->my_end = st.meta.head_seq;
-  auto m = st.cfg.view->current();
-  ask->live = m->holders;
   ask_record(self, std::move(ask), std::chrono::milliseconds(500), [self](const record_answer& a) {
     auto& st = self->state;
-    using plan = core::claim_plan::kind;
-    if (a.ok && a.plan == plan::lead && a.record && a.record->leader == st.self_id)
-      return took_record(self, a.record);
-    if (a.ok && a.plan == plan::pull) return fence(self, a.from);
-    logging::warn("replication.record_unsettled", {{"stream", st.cfg.stream.name}, {"reason", a.reason}});
+    if (a.ok && a.record && a.record->leader == st.self_id) return took_record(self, a.record);
+    if (a.ok && a.record) return fence(self, a.record->leader);
+    logging::warn("replication.record_unsettled",
+                  {{"stream", st.cfg.stream.name}, {"reason", a.ok ? "the stream has no record" : a.reason}});
     self->delayed_send(self, std::chrono::milliseconds(500), isr_atom::value);
   });
 }

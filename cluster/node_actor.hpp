@@ -88,6 +88,7 @@ struct node_state {
     // node's only by the record's `succeed`, and with no log the claim is
     // made again later instead of a fallback.
     bool claimed = false;
+    std::uint64_t leader_epoch = 0;  // claimed: the record's when the pull began
   };
   std::map<std::uint64_t, std::shared_ptr<pull_job>> pulls;
   std::uint64_t rebalance_generation = 0;

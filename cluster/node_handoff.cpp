@@ -294,6 +294,7 @@ void claim(self_ptr self, const actors::stream_key& key, const actors::hub_actor
               job->holder_id = a->from;
               job->give_up_at = std::chrono::steady_clock::now() + retry_for;
               job->claimed = true;
+              job->leader_epoch = a->record ? a->record->leader_epoch : 0;
               auto token = st.next_token++;
               st.pulls.emplace(token, std::move(job));
               return ask_holder(self, token, 0);
@@ -341,6 +342,7 @@ void succeed_then_adopt(self_ptr self, const std::shared_ptr<node_state::pull_jo
   ask->stream = job->stream;
   ask->me = st.table.self().id;
   ask->member = job->holder_id;
+  ask->at_epoch = job->leader_epoch;
   ask->my_end = log->meta.head_seq;
   ask->live = st.cfg.view->current()->holders;
   self->request(*st.cfg.view->records(), std::chrono::seconds(10), record_atom::value,

@@ -116,11 +116,17 @@ decision decide(const record_request& a, const std::optional<core::stream_record
       d.answer.reason = plan.reason;
       d.answer.ok = true;
       using p = core::claim_plan::kind;
-      if (plan.what == p::create || plan.what == p::elect) d.write = plan.change.record;
+      if ((plan.what == p::create || plan.what == p::elect || plan.what == p::lead) && plan.change.ok)
+        d.write = plan.change.record;
       return d;
     }
     case kind::succeed:
       if (!r) return refused(r, "the stream has no record");
+      // Pulled under another leadership: what that one acknowledged since
+      // may be missing from the pulled log.
+      if (r->leader_epoch != a.at_epoch)
+        return refused(r, "the record moved on (leader epoch " + std::to_string(r->leader_epoch) +
+                              ") since the log was pulled at " + std::to_string(a.at_epoch));
       return from_rule(r, core::succeed(*r, a.me, a.my_end, a.member, a.live), false);
     case kind::shrink:
     case kind::expand:

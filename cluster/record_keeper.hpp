@@ -43,7 +43,7 @@ struct record_request {
   actors::stream_key stream;
   core::member_id me;
   core::member_id member;
-  std::uint64_t at_epoch = 0;  // shrink, expand: the leader epoch the asker leads at
+  std::uint64_t at_epoch = 0;  // shrink, expand: the leader epoch the asker leads at; succeed: pulled at
   bool has_copy = false;       // claim
   std::uint64_t my_end = 0;    // claim, succeed: the asker's log end
   std::uint64_t member_end = 0;

@@ -123,7 +123,11 @@ claim_plan plan_claim(const std::optional<stream_record>& r, const member_id& me
   // is pulled again from a live ISR member first.
   const std::uint64_t elected_end = r->epochs.empty() ? 0 : r->epochs.back().start - 1;
   if (r->leader == me && (has_copy ? my_end >= elected_end : elected_end == 0)) {
+    // Leading again takes a new leader epoch too: a taker that pulled this
+    // log before (its `succeed` names the epoch it pulled at) cannot then
+    // take the record over without what this leadership acknowledges.
     p.what = kind::lead;
+    p.change = elect(*r, me, my_end, live);
     return p;
   }
   if (r->leader != me && !r->leader.empty() && contains(live, r->leader)) {

@@ -96,7 +96,7 @@ rule_result succeed(const stream_record& r, const member_id& candidate, std::uin
 struct claim_plan {
   enum class kind { lead, create, elect, pull, hold } what = kind::hold;
   member_id from;      // pull: whose log
-  rule_result change;  // create and elect: the record to write
+  rule_result change;  // create, elect and lead (a new leader epoch): the record to write
   std::string reason;  // hold: why, for logs and refused writes
 };
 claim_plan plan_claim(const std::optional<stream_record>& r, const member_id& me, bool has_copy,
