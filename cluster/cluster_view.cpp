@@ -8,6 +8,7 @@
 #include "cluster/relay_actor.hpp"
 #include "cluster/wire.hpp"
 #include "core/placement.hpp"
+#include "core/stream_name.hpp"
 #include "proto/cluster.pb.h"
 
 namespace tidings::cluster {
@@ -189,6 +190,11 @@ void cluster_view::set_records(record_keeper_actor records) {
 std::optional<record_keeper_actor> cluster_view::records() const {
   std::lock_guard lock(mutex_);
   return records_;
+}
+
+bool cluster_view::has_record(const actors::stream_key& key) const {
+  std::lock_guard lock(mutex_);
+  return records_ && replication_.factor >= 2 && core::valid_stream_name(key.name);
 }
 
 replication_settings cluster_view::replication() const {

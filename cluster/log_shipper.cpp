@@ -277,8 +277,8 @@ void sync_isr(self_ptr self) {
   }
   // What a member must hold to come in: the log as this leader was elected
   // with it, and everything acknowledged since.
-  const auto elected_end = st.record->epochs.empty() ? 0 : st.record->epochs.back().start - 1;
-  auto step = core::next_isr_step(*st.record, st.self_id, in_sync, ends, std::max(elected_end, st.reported));
+  const auto must_hold = std::max(core::elected_end(*st.record), st.reported);
+  auto step = core::next_isr_step(*st.record, st.self_id, in_sync, ends, must_hold);
   if (step.what == core::isr_step::kind::none) return;
   auto ask = std::make_shared<record_request>();
   ask->what =
@@ -288,7 +288,7 @@ void sync_isr(self_ptr self) {
   ask->member = step.member;
   ask->at_epoch = st.record->leader_epoch;
   ask->member_end = ends[step.member];
-  ask->must_hold = std::max(elected_end, st.reported);
+  ask->must_hold = must_hold;
   ask_record(self, std::move(ask), std::chrono::milliseconds(200), [self](const record_answer& a) {
     auto& st = self->state;
     if (a.deposed) return fence(self, a.record ? a.record->leader : std::string{});

@@ -16,7 +16,6 @@
 #include "cluster/node_actor.hpp"
 #include "cluster/wire.hpp"
 #include "core/cursor.hpp"
-#include "core/stream_name.hpp"
 #include "logging/log.hpp"
 
 namespace tidings::cluster {
@@ -64,19 +63,19 @@ json statement(const core::stream_record& r, const std::optional<persistence::st
 
 caf::result<std::string> on_force(self_ptr self, const actors::stream_key& key, bool accept_loss) {
   auto& st = self->state;
-  auto records = st.cfg.view->records();
-  if (!records || st.cfg.view->replication().factor < 2 || !core::valid_stream_name(key.name))
+  if (!st.cfg.view->has_record(key))
     return answer(400, {{"error", "the stream is not replicated: it has no record to force"}});
   auto owner = st.cfg.view->owner_of(key.tenant, key.name);
   if (!owner.empty())
     return answer(409, {{"error", "this node is not the stream's owner by placement; ask " + owner}});
+  auto records = *st.cfg.view->records();
   auto ask = std::make_shared<record_request>();
   ask->what = record_request::kind::read;
   ask->stream = key;
   auto rp = self->make_response_promise<std::string>();
-  self->request(*records, std::chrono::seconds(10), record_atom::value, record_request_ptr(std::move(ask)))
+  self->request(records, std::chrono::seconds(10), record_atom::value, record_request_ptr(std::move(ask)))
       .then(
-          [self, rp, key, accept_loss, records = *records](const record_answer_ptr& a) mutable {
+          [self, rp, key, accept_loss, records](const record_answer_ptr& a) mutable {
             auto& st = self->state;
             if (!a->ok) return void(rp.deliver(answer(503, {{"error", a->reason}})));
             if (!a->record)

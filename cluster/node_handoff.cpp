@@ -9,7 +9,6 @@
 #include "cluster/node_actor.hpp"
 #include "cluster/wire.hpp"
 #include "core/placement.hpp"
-#include "core/stream_name.hpp"
 #include "logging/log.hpp"
 
 namespace tidings::cluster {
@@ -217,14 +216,31 @@ namespace {
 // epoch. Otherwise the log is pulled from the previous holder as before;
 // when none answers, this node's own log is kept, but a follower's copy
 // that cannot be shown whole is dropped for a new epoch (`fresh`).
+// A pull of `key`'s log from `holder_id` for `hub`, with the time it may take.
+std::shared_ptr<node_state::pull_job> start_pull(const actors::stream_key& key, const actors::hub_actor& hub,
+                                                 const std::string& holder_id) {
+  auto job = std::make_shared<node_state::pull_job>();
+  job->stream = key;
+  job->hub = hub;
+  job->holder_id = holder_id;
+  job->give_up_at = std::chrono::steady_clock::now() + retry_for;
+  return job;
+}
+
+// Registers the job and asks its holder for the first chunk.
+void run_pull(self_ptr self, std::shared_ptr<node_state::pull_job> job) {
+  auto token = self->state.next_token++;
+  self->state.pulls.emplace(token, std::move(job));
+  ask_holder(self, token, 0);
+}
+
 void claim(self_ptr self, const actors::stream_key& key, const actors::hub_actor& hub,
            const copy_status& copy);
-bool replicated(self_ptr self, const actors::stream_key& key);
 
 void pull_with(self_ptr self, const actors::stream_key& key, const actors::hub_actor& hub,
                const copy_status& copy) {
   auto& st = self->state;
-  if (st.cfg.view->records() && replicated(self, key)) return claim(self, key, hub, copy);
+  if (st.cfg.view->has_record(key)) return claim(self, key, hub, copy);
   const bool follower_copy = copy.exists && copy.owner != st.table.self().id;
   auto m = st.cfg.view->current();
   bool owner_gone = !std::binary_search(m->holders.begin(), m->holders.end(), copy.owner);
@@ -246,21 +262,9 @@ void pull_with(self_ptr self, const actors::stream_key& key, const actors::hub_a
     holder_id = st.cfg.view->previous_holder(key.tenant, key.name);
   if (holder_id.empty() || st.table.state(holder_id) != member_state::up)
     return caf::anon_send(hub, actors::adopt_atom::value, fallback);
-  auto job = std::make_shared<node_state::pull_job>();
-  job->stream = key;
-  job->hub = hub;
-  job->holder_id = holder_id;
-  job->give_up_at = std::chrono::steady_clock::now() + retry_for;
+  auto job = start_pull(key, hub, holder_id);
   job->fallback = std::move(fallback);
-  auto token = st.next_token++;
-  st.pulls.emplace(token, std::move(job));
-  ask_holder(self, token, 0);
-}
-
-// Whether the stream's log is replicated, and so has a record: what the hub
-// registry gives a replicator (publishable streams, factor 2 or more).
-bool replicated(self_ptr self, const actors::stream_key& key) {
-  return self->state.cfg.view->replication().factor >= 2 && core::valid_stream_name(key.name);
+  run_pull(self, std::move(job));
 }
 
 // ADR 0021: a new owner asks the record before it serves the stream. It
@@ -285,19 +289,12 @@ void claim(self_ptr self, const actors::stream_key& key, const actors::hub_actor
           [self, key, hub, copy](const record_answer_ptr& a) {
             auto& st = self->state;
             using plan = core::claim_plan::kind;
-            if (!a->ok) return claim_later(self, key, hub, a->reason);
-            if (a->plan == plan::hold) return claim_later(self, key, hub, a->reason);
+            if (!a->ok || a->plan == plan::hold) return claim_later(self, key, hub, a->reason);
             if (a->plan == plan::pull) {
-              auto job = std::make_shared<node_state::pull_job>();
-              job->stream = key;
-              job->hub = hub;
-              job->holder_id = a->from;
-              job->give_up_at = std::chrono::steady_clock::now() + retry_for;
+              auto job = start_pull(key, hub, a->from);
               job->claimed = true;
               job->leader_epoch = a->record ? a->record->leader_epoch : 0;
-              auto token = st.next_token++;
-              st.pulls.emplace(token, std::move(job));
-              return ask_holder(self, token, 0);
+              return run_pull(self, std::move(job));
             }
             // lead: the record names this node. After a forced election
             // its copy goes on as the record's new log epoch.

@@ -43,6 +43,10 @@ stream_record led_by(const stream_record& r, const member_id& candidate, std::ui
 
 }  // namespace
 
+std::uint64_t elected_end(const stream_record& r) {
+  return r.epochs.empty() ? 0 : r.epochs.back().start - 1;
+}
+
 bool stream_record::in_isr(const member_id& m) const {
   return contains(isr, m);
 }
@@ -121,8 +125,8 @@ claim_plan plan_claim(const std::optional<stream_record>& r, const member_id& me
   // it was when it was elected: a copy lost or cut short (its store wiped,
   // or it was killed between taking the record and storing a pulled log)
   // is pulled again from a live ISR member first.
-  const std::uint64_t elected_end = r->epochs.empty() ? 0 : r->epochs.back().start - 1;
-  if (r->leader == me && (has_copy ? my_end >= elected_end : elected_end == 0)) {
+  const std::uint64_t elected = elected_end(*r);
+  if (r->leader == me && (has_copy ? my_end >= elected : elected == 0)) {
     // Leading again takes a new leader epoch too: a taker that pulled this
     // log before (its `succeed` names the epoch it pulled at) cannot then
     // take the record over without what this leadership acknowledges.
@@ -150,7 +154,7 @@ claim_plan plan_claim(const std::optional<stream_record>& r, const member_id& me
   std::string isr;
   for (const auto& m : r->isr) isr += (isr.empty() ? "" : ", ") + m;
   p.reason = r->leader == me ? "this node leads the stream but its copy ends before seq " +
-                                   std::to_string(elected_end) + ", and no other in-sync replica (" + isr +
+                                   std::to_string(elected) + ", and no other in-sync replica (" + isr +
                                    ") holds a live lease; writes wait until one returns"
                              : "no in-sync replica of the stream holds a live lease (in sync: " + isr +
                                    "); writes wait until one returns";

@@ -57,6 +57,10 @@ struct rule_result {
   std::string reason;  // when refused: a sentence for logs and errors
 };
 
+// The log's end when its current leader was elected (0 for a new stream):
+// what the leader's copy must hold to lead, and an ISR member to come in.
+std::uint64_t elected_end(const stream_record& r);
+
 // A new stream: its first leader and replicas, all empty, so all in sync.
 stream_record first_record(const member_id& leader, const std::vector<member_id>& replicas,
                            std::uint64_t log_epoch);
