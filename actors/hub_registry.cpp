@@ -189,8 +189,10 @@ hub_actor hub_registry::spawn_locked(const stream_key& key, bool unknown) {
   cfg.taken_over = r && !pinned_locked(key) && r->taken_over(key);
   // A stream this node owns may have a log on its previous holder (a
   // source or watch that moved here pins it first, then writes): pull it.
-  // One pinned here against placement stays what this node has.
-  cfg.await_handoff = r && (!pinned_locked(key) || r->owner(key).empty());
+  // One pinned here against placement stays what this node has, unless a
+  // record leads it: then it claims like any other (ADR 0021), or it would
+  // serve its own copy whoever the record names.
+  cfg.await_handoff = r && (!pinned_locked(key) || r->owner(key).empty() || r->has_record(key));
   std::shared_ptr<std::atomic<bool>> counted;
   if (unknown) {
     ++unknown_;
@@ -205,10 +207,10 @@ hub_actor hub_registry::spawn_locked(const stream_key& key, bool unknown) {
   // In a cluster a hub spawned again pulls its log from the stream's last
   // holder (ADR 0015): only a single node's hubs are released when idle.
   cfg.idle_release = r ? std::chrono::milliseconds(0) : defaults_.idle_release;
-  // Publishable streams only: a watch's notices or a source's events are
-  // written with that watch's or source's local state, which restarts from
-  // a fresh baseline on a failover anyway (ADR 0017).
-  if (r && core::valid_stream_name(key.name)) {
+  // Every stream, a watch's notices and a source's events included: their
+  // logs outlive the node that wrote them (issue 26). The watch's or
+  // source's own position stays with that node's store (ADR 0016).
+  if (r && core::readable_stream_name(key.name)) {
     cfg.replicator = [r, key](hub_actor hub) { return r->spawn_replicator(key, std::move(hub)); };
     cfg.node_id = r->self_id();
   }

@@ -45,6 +45,9 @@ class hub_router {
   // Replication (ADR 0017): the log shipper of a hub this node just
   // spawned for a stream it owns; nullopt when logs are not replicated.
   virtual std::optional<replicator_actor> spawn_replicator(const stream_key& key, hub_actor hub) = 0;
+  // Whether `key` is led by an agreed record (ADR 0021): its hub claims
+  // before it serves, wherever the stream is pinned.
+  virtual bool has_record(const stream_key& key) const = 0;
   // The hub of `key` here was fenced by a newer term `member` holds: the
   // next hub pulls the log from there.
   virtual void fenced(const stream_key& key, const std::string& member) = 0;

@@ -26,6 +26,7 @@ using lines_atom = caf::atom_constant<caf::atom("lines")>;
 using tick_atom = caf::atom_constant<caf::atom("tick")>;
 using published_atom = caf::atom_constant<caf::atom("published")>;
 using saved_atom = caf::atom_constant<caf::atom("saved")>;
+using resend_atom = caf::atom_constant<caf::atom("resend")>;
 using flush_atom = caf::atom_constant<caf::atom("flush")>;
 using start_atom = caf::atom_constant<caf::atom("start")>;
 using stop_atom = caf::atom_constant<caf::atom("stop")>;
@@ -61,8 +62,11 @@ using watch_debounce_actor = caf::typed_actor<
     caf::reacts_to<lines_atom, watch_output_ptr>,
     // The debounce timer (generation).
     caf::reacts_to<tick_atom, std::uint64_t>,
-    // A notice was committed, or failed (publish id, error or empty).
-    caf::reacts_to<published_atom, std::uint64_t, std::string>,
+    // A notice was committed, or failed (publish id, whether it may be sent
+    // again, whether it may be stored all the same, error or empty).
+    caf::reacts_to<published_atom, std::uint64_t, bool, bool, std::string>,
+    // Send the oldest unstored notice again (publish id).
+    caf::reacts_to<resend_atom, std::uint64_t>,
     // A position without a notice was written, or failed (error or empty).
     caf::reacts_to<saved_atom, std::string>,
     // Publish whatever is pending (or, when false, drop it: a successor

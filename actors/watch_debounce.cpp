@@ -1,5 +1,6 @@
 #include "actors/watch_debounce.hpp"
 
+#include "actors/write_keys.hpp"
 #include "core/json_text.hpp"
 #include "logging/log.hpp"
 
@@ -36,7 +37,7 @@ void remember(watch_debounce_state& st, const watch_position& pos) {
 
 void finish_if_flushed(self_ptr self) {
   auto& st = self->state;
-  if (!st.on_flushed || st.publishes_in_flight > 0 || st.save_in_flight) return;
+  if (!st.on_flushed || !st.outbox.queue.empty() || st.save_in_flight) return;
   auto task = std::move(*st.on_flushed);
   st.on_flushed.reset();
   if (task.run) task.run();
@@ -50,7 +51,7 @@ void save_position(self_ptr self);
 void maybe_save(self_ptr self) {
   auto& st = self->state;
   if ((st.on_flushed && !st.save_on_flush) || !st.latest || st.latest->cursor == st.saved) return;
-  if (st.publishes_in_flight > 0 || st.save_in_flight || st.batcher.pending()) return;
+  if (!st.outbox.queue.empty() || st.save_in_flight || st.batcher.pending()) return;
   save_position(self);
 }
 
@@ -61,14 +62,53 @@ void save_position(self_ptr self) {
   ws.progress_puts.emplace_back(st.cfg.id, take_progress(st));
   st.save_in_flight = true;
   watch_debounce_actor handle = self;
-  st.cfg.committer->submit(std::move(ws), [handle](const persistence::status& s) {
+  st.cfg.save(std::move(ws), [handle](const persistence::status& s) {
     caf::anon_send(handle, saved_atom::value, s.message());
   });
 }
 
+constexpr auto first_pause = std::chrono::milliseconds(100);
+constexpr auto longest_pause = std::chrono::milliseconds(2000);
+constexpr auto silence = std::chrono::seconds(30);
+// How long a stop or move still tries a notice that may be stored: past
+// the replication timeout, so the stream's answer is known by then.
+constexpr auto stop_grace = std::chrono::seconds(10);
+
+// The front of the outbox goes to the hub, unless it is there already.
+void send_front(self_ptr self) {
+  auto& st = self->state;
+  auto& box = st.outbox;
+  if (box.sent || box.queue.empty()) return;
+  box.sent = true;
+  auto& front = box.queue.front();
+  front.sent_at = self->clock().now();
+  // A hub that ends holding the request never answers: silence counts as
+  // "may be stored", and the notice goes again with its key.
+  self->delayed_send(self, silence, resend_atom::value, front.id);
+  auto req = std::make_shared<publish_request>(front.notice);
+  watch_debounce_actor handle = self;
+  req->reply = [handle, id = front.id, name = st.cfg.id.name, count = front.lines,
+                covers = front.covers](const publish_result& r) {
+    // Refused before it was written, or not known to be: the same notice
+    // with the same key goes again. A full disk ends the watch (ADR 0023).
+    const bool again = r.outcome == publish_outcome::unavailable || r.outcome == publish_outcome::uncertain;
+    std::string error;
+    if (actors::failed(r.outcome)) {
+      error = r.error.empty() ? "unavailable" : r.error;
+    } else if (!r.cursors.empty()) {
+      // Logged once the notice is durable: a reader of the log can fetch it.
+      logging::info("watch.notice", {{"watch", name},
+                                     {"lines", static_cast<std::uint64_t>(count)},
+                                     {"cursor", core::format_cursor(r.cursors.front())},
+                                     {"covers", covers}});
+    }
+    caf::anon_send(handle, published_atom::value, id, again, r.outcome == publish_outcome::uncertain, error);
+  };
+  self->send(st.cfg.notices(), publish_atom::value, publish_request_ptr(std::move(req)));
+}
+
 void publish(self_ptr self, std::vector<std::string> lines, bool with_progress) {
   auto& st = self->state;
-  auto id = st.next_publish++;
   std::string text;
   for (const auto& line : lines) {
     if (!text.empty()) text += '\n';
@@ -81,28 +121,75 @@ void publish(self_ptr self, std::vector<std::string> lines, bool with_progress) 
   ev.type = "NOTICE";
   ev.data_json = data.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 
-  auto req = std::make_shared<publish_request>();
-  req->events.push_back(std::move(ev));
-  if (with_progress && st.latest) req->progress.emplace_back(st.cfg.id, take_progress(st));
-  watch_debounce_actor handle = self;
-  auto covers = st.latest ? core::format_cursor(st.latest->cursor) : std::string();
-  req->reply = [handle, id, name = st.cfg.id.name, count = lines.size(), covers,
-                stats = st.cfg.stats](const publish_result& r) {
-    std::string error;
-    if (actors::failed(r.outcome)) {
-      error = r.error.empty() ? "unavailable" : r.error;
-    } else if (!r.cursors.empty()) {
-      stats->notices.fetch_add(1, std::memory_order_relaxed);
-      // Logged once the notice is durable: a reader of the log can fetch it.
-      logging::info("watch.notice", {{"watch", name},
-                                     {"lines", static_cast<std::uint64_t>(count)},
-                                     {"cursor", core::format_cursor(r.cursors.front())},
-                                     {"covers", covers}});
-    }
-    caf::anon_send(handle, published_atom::value, id, error);
-  };
-  ++st.publishes_in_flight;
-  self->send(st.cfg.notices, publish_atom::value, publish_request_ptr(std::move(req)));
+  notice_outbox::entry e;
+  e.id = st.outbox.next_id++;
+  e.notice.events.push_back(std::move(ev));
+  e.notice.idempotency_key = st.outbox.key_prefix + std::to_string(e.id);
+  if (with_progress && st.latest) e.notice.progress.emplace_back(st.cfg.id, take_progress(st));
+  e.lines = lines.size();
+  e.covers = st.latest ? core::format_cursor(st.latest->cursor) : std::string();
+  st.outbox.queue.push_back(std::move(e));
+  send_front(self);
+}
+
+// Drops what waits in the outbox on a stop or move: none of it is stored,
+// nor the position it carried, and no later position may be stored past it.
+void drop_waiting(self_ptr self, const std::string& error) {
+  auto& st = self->state;
+  logging::warn("watch.notices_dropped", {{"watch", st.cfg.id.name},
+                                          {"notices", static_cast<std::uint64_t>(st.outbox.queue.size())},
+                                          {"error", error}});
+  st.outbox.queue.clear();
+  st.save_on_flush = false;
+  st.cfg.stats->notices_wait.store(nullptr);
+  finish_if_flushed(self);
+}
+
+void on_published(self_ptr self, std::uint64_t id, bool again, bool maybe_stored, const std::string& error) {
+  auto& st = self->state;
+  auto& box = st.outbox;
+  if (box.queue.empty() || box.queue.front().id != id || !box.sent) return;
+  box.sent = false;
+  if (error.empty()) {
+    st.cfg.stats->notices.fetch_add(1, std::memory_order_relaxed);
+    if (box.pause.count() > 0) logging::info("watch.notices_flow", {{"watch", st.cfg.id.name}});
+    box.queue.pop_front();
+    box.pause = {};
+    st.cfg.stats->notices_wait.store(nullptr);
+    send_front(self);
+    maybe_save(self);
+    return finish_if_flushed(self);
+  }
+  if (!again) {
+    // Its lines are lost unless no later position is ever stored: end the
+    // watch (the manager lists it as failed); a restart or a new start
+    // resumes from the last stored position and redoes them.
+    logging::error("watch.notice_failed", {{"watch", st.cfg.id.name}, {"error", error}});
+    return self->quit(caf::make_error(caf::sec::runtime_error, "a notice could not be stored: " + error));
+  }
+  auto& front = box.queue.front();
+  front.maybe_stored = front.maybe_stored || maybe_stored;
+  if (box.give_up_at && (!front.maybe_stored || self->clock().now() >= *box.give_up_at))
+    return drop_waiting(self, error);
+  if (box.pause.count() == 0)
+    logging::warn("watch.notices_wait", {{"watch", st.cfg.id.name}, {"error", error}});
+  st.cfg.stats->notices_wait.store(std::make_shared<const std::string>(error));
+  box.pause = box.pause.count() == 0 ? first_pause : std::min(box.pause * 2, longest_pause);
+  self->delayed_send(self, box.pause, resend_atom::value, id);
+}
+
+// A pause ended, or a try went unanswered too long.
+void on_resend(self_ptr self, std::uint64_t id) {
+  auto& box = self->state.outbox;
+  if (box.queue.empty() || box.queue.front().id != id) return;
+  auto& front = box.queue.front();
+  if (box.sent) {
+    if (self->clock().now() - front.sent_at < silence) return;  // an earlier try's timer
+    logging::warn("watch.notice_unanswered", {{"watch", self->state.cfg.id.name}});
+    box.sent = false;
+    front.maybe_stored = true;
+  }
+  send_front(self);
 }
 
 void arm_timer(self_ptr self) {
@@ -136,10 +223,14 @@ void on_lines(self_ptr self, const watch_output_ptr& out) {
     auto lines = st.batcher.take_all();
     if (!lines.empty()) {
       publish(self, std::move(lines), true);
-    } else {
+    } else if (st.outbox.queue.empty()) {
       // The filter dropped the failure's line: the position after it is
       // stored anyway, or a restart would fail the watch on it again.
       save_position(self);
+    } else {
+      // The same, once the notices before it are stored: a position stored
+      // ahead of them would skip their lines, or be overwritten by theirs.
+      st.save_on_flush = true;
     }
     st.on_flushed = actor_task{};
     return finish_if_flushed(self);
@@ -159,6 +250,7 @@ watch_debounce_actor::behavior_type watch_debounce(
   auto& st = self->state;
   st.batcher = core::notice_batcher(cfg.policy);
   st.cfg = std::move(cfg);
+  st.outbox.key_prefix = writer_key_prefix("notice");
   return {
       [self](lines_atom, const watch_output_ptr& out) { on_lines(self, out); },
       [self](tick_atom, std::uint64_t generation) {
@@ -167,20 +259,10 @@ watch_debounce_actor::behavior_type watch_debounce(
         st.timer_armed = false;
         flush_due(self);
       },
-      [self](published_atom, std::uint64_t, const std::string& error) {
-        auto& st = self->state;
-        --st.publishes_in_flight;
-        if (!error.empty()) {
-          // Its lines are lost unless no later position is ever stored: end
-          // the watch (the manager lists it as failed); a restart or a new
-          // start resumes from the last stored position and redoes them.
-          logging::error("watch.notice_failed", {{"watch", st.cfg.id.name}, {"error", error}});
-          return self->quit(
-              caf::make_error(caf::sec::runtime_error, "a notice could not be stored: " + error));
-        }
-        maybe_save(self);
-        finish_if_flushed(self);
+      [self](published_atom, std::uint64_t id, bool again, bool maybe_stored, const std::string& error) {
+        on_published(self, id, again, maybe_stored, error);
       },
+      [self](resend_atom, std::uint64_t id) { on_resend(self, id); },
       [self](saved_atom, const std::string& error) {
         auto& st = self->state;
         st.save_in_flight = false;
@@ -198,6 +280,10 @@ watch_debounce_actor::behavior_type watch_debounce(
         if (publish_pending && !lines.empty()) publish(self, std::move(lines), true);
         st.on_flushed = done;
         st.save_on_flush = publish_pending;
+        // What waits is tried once more now, then dropped when refused (a
+        // stop must not wait on the stream), bar one that may be stored.
+        st.outbox.give_up_at = self->clock().now() + stop_grace;
+        send_front(self);
         maybe_save(self);
         finish_if_flushed(self);
       },

@@ -370,8 +370,15 @@ void spawn_pipeline(self_ptr self, const job_ptr& job) {
   dcfg.policy.quiet = std::chrono::milliseconds(spec.debounce_ms);
   dcfg.policy.max_wait = std::chrono::milliseconds(spec.max_wait_ms);
   sync_pin(st, id);
-  dcfg.notices = st.cfg.hubs->get({id.tenant, core::watch_notice_stream(id.name)});
-  dcfg.committer = st.cfg.committer;
+  // The notice stream's hub now (in a cluster its claim starts with the
+  // watch), and whichever hub holds it at each send.
+  stream_key notice_key{id.tenant, core::watch_notice_stream(id.name)};
+  st.cfg.hubs->get(notice_key);
+  dcfg.notices = [hubs = st.cfg.hubs, notice_key] { return hubs->get(notice_key); };
+  dcfg.save = [committer = st.cfg.committer](persistence::write_set ws,
+                                             persistence::group_committer::callback done) {
+    committer->submit(std::move(ws), std::move(done));
+  };
   dcfg.stats = stats;
   auto debounce = self->system().spawn(watch_debounce, std::move(dcfg));
 
@@ -506,6 +513,8 @@ void on_list(self_ptr self, const watch_list_request_ptr& req) {
     info.state = entry.state;
     info.restore_failed = entry.state == "restore_failed";
     info.error = entry.error;
+    if (entry.stats && info.error.empty())
+      if (auto wait = entry.stats->notices_wait.load()) info.error = "notices wait to be stored: " + *wait;
     out.push_back(std::move(info));
   }
   req->reply(std::move(out));

@@ -35,6 +35,10 @@ struct watch_stats {
   std::atomic<std::uint64_t> notices{0};  // notices committed to watch:<name>
   std::atomic<std::uint64_t> filter_errors{0};
   std::atomic<int> shape{0};  // core::read_kind, or -1 before anything was read
+  // Why the watch's notices wait to be stored (its stream takes no writes
+  // right now: a failover, too few in-sync replicas), or null while they
+  // flow. The listing shows it.
+  std::atomic<std::shared_ptr<const std::string>> notices_wait;
 };
 using watch_stats_ptr = std::shared_ptr<watch_stats>;
 

@@ -194,7 +194,7 @@ std::optional<record_keeper_actor> cluster_view::records() const {
 
 bool cluster_view::has_record(const actors::stream_key& key) const {
   std::lock_guard lock(mutex_);
-  return records_ && replication_.factor >= 2 && core::valid_stream_name(key.name);
+  return records_ && replication_.factor >= 2 && core::readable_stream_name(key.name);
 }
 
 replication_settings cluster_view::replication() const {

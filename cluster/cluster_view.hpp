@@ -158,9 +158,9 @@ class cluster_view final : public actors::hub_router {
   void set_records(record_keeper_actor records);
   std::optional<record_keeper_actor> records() const;
   // Whether `key`'s log is replicated and so led by a record: the streams
-  // the hub registry gives a replicator (publishable names), with the
+  // the hub registry gives a replicator (every readable name, watch: and src: too), with the
   // keeper set and a replication factor of 2 or more.
-  bool has_record(const actors::stream_key& key) const;
+  bool has_record(const actors::stream_key& key) const override;
   replication_settings replication() const;
   std::optional<actors::replicator_actor> spawn_replicator(const actors::stream_key& key,
                                                            actors::hub_actor hub) override;

@@ -375,10 +375,12 @@ void on_pull(self_ptr self, const actors::stream_key& key, const actors::hub_act
 
 void on_claim_retry(self_ptr self, const actors::stream_key& key, const actors::hub_actor& hub) {
   // A stream this node no longer owns, or whose hub the registry replaced:
-  // that hub was moved, and what it held went to the new route.
-  if (!self->state.cfg.view->owner_of(key.tenant, key.name).empty() ||
-      !self->state.cfg.hubs->is_current(key, hub))
-    return;
+  // that hub was moved, and what it held went to the new route. A stream
+  // pinned here stays here whatever placement says (a watch or source
+  // writes it): its hub goes on claiming.
+  auto& st = self->state;
+  if (!st.cfg.hubs->is_current(key, hub)) return;
+  if (!st.cfg.hubs->pinned(key) && !st.cfg.view->owner_of(key.tenant, key.name).empty()) return;
   on_pull(self, key, hub);
 }
 

@@ -2,6 +2,7 @@
 
 #include <boost/asio/post.hpp>
 
+#include "actors/write_keys.hpp"
 #include "core/event.hpp"
 #include "logging/log.hpp"
 
@@ -162,7 +163,7 @@ void fail(self_ptr self, const std::string& reason) {
       self->quit(caf::make_error(caf::sec::runtime_error, message));
     });
   };
-  self->send(st.cfg.hub, actors::publish_atom::value, actors::publish_request_ptr(std::move(req)));
+  self->send(st.cfg.hub(), actors::publish_atom::value, actors::publish_request_ptr(std::move(req)));
 }
 
 void retry_later(self_ptr self, const std::string& reason) {
@@ -280,6 +281,39 @@ void read_done(self_ptr self) {
   if (st.read_again) request_read(self);
 }
 
+constexpr auto first_pause = std::chrono::milliseconds(100);
+constexpr auto longest_pause = std::chrono::milliseconds(2000);
+
+// Sends a read's write to the stream's hub. One its stream refuses for now
+// (in a cluster: a claim after a node was lost, too few in-sync replicas)
+// or whose answer is uncertain goes again after a growing pause, with the
+// same Idempotency-Key: the events are the upstream's, read once, so the
+// source waits for its stream rather than drop them (reads wait meanwhile,
+// which keeps their order).
+void send_write(self_ptr self, std::shared_ptr<const actors::publish_request> write,
+                std::function<void(std::string)> done, std::chrono::milliseconds pause) {
+  auto& st = self->state;
+  auto req = std::make_shared<actors::publish_request>(*write);
+  caf::actor_addr weak = self->address();
+  req->reply = [self, weak, write, done, pause](const actors::publish_result& r) {
+    const bool again =
+        r.outcome == actors::publish_outcome::unavailable || r.outcome == actors::publish_outcome::uncertain;
+    std::string error = actors::failed(r.outcome) ? (r.error.empty() ? "unavailable" : r.error) : "";
+    if (error.empty() || !again) return done(error);
+    post_back(weak, [self, write, done, pause, error] {
+      auto& st = self->state;
+      if (st.at == phase::failed) return done(error);
+      if (pause.count() == 0) logging::warn("source.write_waits", {{"uri", st.cfg.uri}, {"error", error}});
+      st.cfg.status->update([&](actors::source_info& i) { i.error = "storing a read waits: " + error; });
+      auto next = pause.count() == 0 ? first_pause : std::min(pause * 2, longest_pause);
+      self->delayed_send(self, next, actors::task_atom::value, actors::actor_task{[self, write, done, next] {
+                           send_write(self, write, done, next);
+                         }});
+    });
+  };
+  self->send(st.cfg.hub(), actors::publish_atom::value, actors::publish_request_ptr(std::move(req)));
+}
+
 // The read's events and the snapshot they leave commit in one batch; the
 // tracker moves on only once they did.
 void commit_read(self_ptr self, core::resource_tracker next, std::vector<core::extracted_event> events) {
@@ -307,6 +341,7 @@ void commit_read(self_ptr self, core::resource_tracker next, std::vector<core::e
       // meanwhile; only a read of the current subscription makes it healthy.
       st.tracker = std::move(*shared_next);
       st.cfg.status->update([&](actors::source_info& i) {
+        if (i.error.starts_with("storing a read")) i.error.clear();
         i.shape = std::string(st.tracker.shape_name());
         i.events += count;
       });
@@ -330,13 +365,11 @@ void commit_read(self_ptr self, core::resource_tracker next, std::vector<core::e
                              [done](const persistence::status& s) { done(s.ok() ? "" : s.message()); });
     return;
   }
-  auto req = std::make_shared<actors::publish_request>();
-  for (auto& ev : events) req->events.push_back(make_event(st, std::move(ev.fields)));
-  req->snapshots.push_back(std::move(snapshot));
-  req->reply = [done](const actors::publish_result& r) {
-    done(actors::failed(r.outcome) ? (r.error.empty() ? "unavailable" : r.error) : "");
-  };
-  self->send(st.cfg.hub, actors::publish_atom::value, actors::publish_request_ptr(std::move(req)));
+  auto write = std::make_shared<actors::publish_request>();
+  for (auto& ev : events) write->events.push_back(make_event(st, std::move(ev.fields)));
+  write->snapshots.push_back(std::move(snapshot));
+  write->idempotency_key = st.key_prefix + std::to_string(++st.writes);
+  send_write(self, std::move(write), std::move(done), std::chrono::milliseconds(0));
 }
 
 void on_read(self_ptr self, std::uint64_t generation, const read_outcome& r) {
@@ -396,6 +429,7 @@ void restore_snapshot(source_state& st) {
 
 source_actor::behavior_type source(source_actor::stateful_pointer<source_state> self, source_config cfg) {
   self->state.cfg = std::move(cfg);
+  self->state.key_prefix = actors::writer_key_prefix("read");
   restore_snapshot(self->state);
   set_phase(self->state, phase::starting);
   subscribe_upstream(self);

@@ -15,6 +15,7 @@
 // Nothing runs on a timer while the subscription is healthy.
 
 #include <chrono>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -41,7 +42,9 @@ struct source_config {
   boost::asio::io_context* loop = nullptr;
   persistence::store* store = nullptr;
   persistence::group_committer* committer = nullptr;
-  actors::hub_actor hub;
+  // The hub of `stream` now, asked at every write: in a cluster a fenced
+  // hub is replaced by one that takes the log over.
+  std::function<actors::hub_actor()> hub;
   std::shared_ptr<source_status> status;
   probe* metrics = nullptr;  // null: not measured
   // Waits before each resubscribe attempt; the source fails after the last.
@@ -74,6 +77,8 @@ struct source_state {
   std::optional<actors::watch_error> start_error;   // why the first subscribe or read failed
   std::string strategy;                             // the upstream's, once it is open
   std::unique_ptr<probe::active_watcher> watching;  // counts this source while it lives
+  std::string key_prefix;                           // of its writes' Idempotency-Keys
+  std::uint64_t writes = 0;                         // reads written with events, for their keys
 };
 
 source_actor::behavior_type source(source_actor::stateful_pointer<source_state> self, source_config cfg);

@@ -46,7 +46,8 @@ source_registry_state::entry& spawn_source(self_ptr self, const std::string& ten
   // The stream stays here while the source runs (its reads commit with its
   // snapshot in this node's store), whatever the cluster's placement says.
   st.cfg.hubs->pin({tenant, cfg.stream});
-  cfg.hub = st.cfg.hubs->get({tenant, cfg.stream});
+  st.cfg.hubs->get({tenant, cfg.stream});  // its claim starts with the source (ADR 0021)
+  cfg.hub = [hubs = st.cfg.hubs, key = actors::stream_key{tenant, cfg.stream}] { return hubs->get(key); };
   if (!st.cfg.backoff.empty()) cfg.backoff = st.cfg.backoff;
   cfg.metrics = st.cfg.metrics;
   actors::source_info info;

@@ -60,6 +60,7 @@ class test_placement final : public actors::hub_router {
     return false;
   }
   std::string self_id() override { return "member-a"; }
+  bool has_record(const actors::stream_key&) const override { return false; }
   std::optional<actors::replicator_actor> spawn_replicator(const actors::stream_key&,
                                                            actors::hub_actor) override {
     return std::nullopt;
