@@ -74,6 +74,15 @@ constexpr auto silence = std::chrono::seconds(30);
 // the replication timeout, so the stream's answer is known by then.
 constexpr auto stop_grace = std::chrono::seconds(10);
 
+// During a stop's grace, the front is dropped when the grace ends unless
+// an answer settled it first (on_resend).
+void arm_give_up(self_ptr self) {
+  auto& box = self->state.outbox;
+  if (!box.give_up_at || box.queue.empty()) return;
+  auto left = std::max<caf::actor_clock::duration_type>(*box.give_up_at - self->clock().now(), {});
+  self->delayed_send(self, left, resend_atom::value, box.queue.front().id);
+}
+
 // The front of the outbox goes to the hub, unless it is there already.
 void send_front(self_ptr self) {
   auto& st = self->state;
@@ -85,22 +94,27 @@ void send_front(self_ptr self) {
   // A hub that ends holding the request never answers: silence counts as
   // "may be stored", and the notice goes again with its key.
   self->delayed_send(self, silence, resend_atom::value, front.id);
+  arm_give_up(self);
   auto req = std::make_shared<publish_request>(front.notice);
   watch_debounce_actor handle = self;
-  req->reply = [handle, id = front.id, name = st.cfg.id.name, count = front.lines,
-                covers = front.covers](const publish_result& r) {
+  req->reply = [handle, id = front.id, name = st.cfg.id.name, count = front.lines, covers = front.covers,
+                stats = st.cfg.stats, stored = front.stored](const publish_result& r) {
     // Refused before it was written, or not known to be: the same notice
     // with the same key goes again. A full disk ends the watch (ADR 0023).
     const bool again = r.outcome == publish_outcome::unavailable || r.outcome == publish_outcome::uncertain;
     std::string error;
     if (actors::failed(r.outcome)) {
       error = r.error.empty() ? "unavailable" : r.error;
-    } else if (!r.cursors.empty()) {
-      // Logged once the notice is durable: a reader of the log can fetch it.
-      logging::info("watch.notice", {{"watch", name},
-                                     {"lines", static_cast<std::uint64_t>(count)},
-                                     {"cursor", core::format_cursor(r.cursors.front())},
-                                     {"covers", covers}});
+    } else if (!stored->exchange(true)) {
+      // Counted here, before the hub delivers the event, so whoever reads
+      // the notice sees the count include it; logged once it is durable, so
+      // a reader of the log can fetch it. Once: a replayed key answers too.
+      stats->notices.fetch_add(1, std::memory_order_relaxed);
+      if (!r.cursors.empty())
+        logging::info("watch.notice", {{"watch", name},
+                                       {"lines", static_cast<std::uint64_t>(count)},
+                                       {"cursor", core::format_cursor(r.cursors.front())},
+                                       {"covers", covers}});
     }
     caf::anon_send(handle, published_atom::value, id, again, r.outcome == publish_outcome::uncertain, error);
   };
@@ -151,7 +165,6 @@ void on_published(self_ptr self, std::uint64_t id, bool again, bool maybe_stored
   if (box.queue.empty() || box.queue.front().id != id || !box.sent) return;
   box.sent = false;
   if (error.empty()) {
-    st.cfg.stats->notices.fetch_add(1, std::memory_order_relaxed);
     if (box.pause.count() > 0) logging::info("watch.notices_flow", {{"watch", st.cfg.id.name}});
     box.queue.pop_front();
     box.pause = {};
@@ -178,11 +191,18 @@ void on_published(self_ptr self, std::uint64_t id, bool again, bool maybe_stored
   self->delayed_send(self, box.pause, resend_atom::value, id);
 }
 
-// A pause ended, or a try went unanswered too long.
+// A pause ended, a try went unanswered too long, or a stop's grace ended.
 void on_resend(self_ptr self, std::uint64_t id) {
   auto& box = self->state.outbox;
   if (box.queue.empty() || box.queue.front().id != id) return;
   auto& front = box.queue.front();
+  // A stop waits no longer than its grace, even on a hub that does not
+  // answer (one holding the try behind a write its followers have not
+  // confirmed): what waits is dropped; a try the hub still holds may yet
+  // be stored, with the position it carries.
+  if (box.give_up_at && self->clock().now() >= *box.give_up_at)
+    return drop_waiting(self, box.sent ? "the stream did not answer before the stop's grace ended"
+                                       : "the stream took no writes before the stop's grace ended");
   if (box.sent) {
     if (self->clock().now() - front.sent_at < silence) return;  // an earlier try's timer
     logging::warn("watch.notice_unanswered", {{"watch", self->state.cfg.id.name}});
@@ -223,13 +243,14 @@ void on_lines(self_ptr self, const watch_output_ptr& out) {
     auto lines = st.batcher.take_all();
     if (!lines.empty()) {
       publish(self, std::move(lines), true);
-    } else if (st.outbox.queue.empty()) {
+    } else if (st.outbox.queue.empty() && !st.save_in_flight) {
       // The filter dropped the failure's line: the position after it is
       // stored anyway, or a restart would fail the watch on it again.
       save_position(self);
     } else {
-      // The same, once the notices before it are stored: a position stored
-      // ahead of them would skip their lines, or be overwritten by theirs.
+      // The same, once the notices before it are stored (or the save in
+      // flight is done): a position stored ahead of them would skip their
+      // lines, or be overwritten by theirs.
       st.save_on_flush = true;
     }
     st.on_flushed = actor_task{};
@@ -283,6 +304,7 @@ watch_debounce_actor::behavior_type watch_debounce(
         // What waits is tried once more now, then dropped when refused (a
         // stop must not wait on the stream), bar one that may be stored.
         st.outbox.give_up_at = self->clock().now() + stop_grace;
+        arm_give_up(self);
         send_front(self);
         maybe_save(self);
         finish_if_flushed(self);

@@ -19,6 +19,7 @@
 // not stored either), except a notice that may be stored, which it tries
 // for a while longer.
 
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <deque>
@@ -58,6 +59,9 @@ struct notice_outbox {
     // dropped on a stop before an answer says whether it was.
     bool maybe_stored = false;
     std::chrono::steady_clock::time_point sent_at{};  // its latest try
+    // Set by the first reply that says it is stored: a notice answered
+    // twice (its key replayed) is counted and logged once.
+    std::shared_ptr<std::atomic<bool>> stored = std::make_shared<std::atomic<bool>>(false);
   };
   std::deque<entry> queue;
   bool sent = false;                  // the front awaits the hub's answer

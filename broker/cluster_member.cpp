@@ -44,7 +44,8 @@ std::unique_ptr<cluster_member> cluster_member::start(
   auto view = std::make_unique<cluster::cluster_view>(system, who.node_id, hubs, cfg.ring_events);
   view->set_sources(sources);
   view->set_store(&store);
-  view->set_replication_settings({cfg.replication_factor, cfg.write_quorum, min_insync(cfg)});
+  view->set_replication_settings(
+      {cfg.replication_factor, cfg.write_quorum, min_insync(cfg), cfg.replica_lag});
   cluster::node_config ncfg;
   ncfg.self = {who.node_id, cfg.cluster_advertise.empty() ? *cfg.cluster_listen : cfg.cluster_advertise,
                who.http_address, who.incarnation, false};

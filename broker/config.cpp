@@ -294,6 +294,9 @@ const std::map<std::string, setter>& setters() {
       {"log-level", set_log_level},
       {"verbose", set_verbose},
       {"min-insync", number<std::size_t>(1, 7, [](config& c, std::size_t v) { c.min_insync = v; })},
+      {"replica-lag-ms",
+       number<std::int64_t>(100, 600'000,
+                            [](config& c, std::int64_t v) { c.replica_lag = std::chrono::milliseconds(v); })},
       {"replication-factor",
        number<std::size_t>(1, 7, [](config& c, std::size_t v) { c.replication_factor = v; })},
       {"write-quorum",
@@ -460,6 +463,7 @@ std::string usage() {
          "                [--cluster-secret-file FILE]\n"
          "                [--cluster-private-network true|false]\n"
          "                [--replication-factor N] [--write-quorum all|N] [--min-insync N]\n"
+         "                [--replica-lag-ms MS]\n"
          "--check-config FILE validates FILE (with any other flags) and exits: 0 when\n"
          "it is valid, 2 with the offending setting named on stderr when not.\n"
          "Upstream sources are configured in the config file's upstreams: section,\n"

@@ -113,6 +113,10 @@ struct config {
   // acknowledged (ADR 0021); with fewer, writes are refused and reads go
   // on. nullopt: 2 when replication-factor is 2 or more, else 1.
   std::optional<std::size_t> min_insync;
+  // How long a follower in the ISR may go without holding the leader's
+  // head before the leader drops it from the ISR (Kafka's
+  // replica.lag.time.max.ms); until then writes wait for it.
+  std::chrono::milliseconds replica_lag{10000};
   // --check-config FILE: validate the configuration and exit, start nothing.
   bool check_only = false;
 };

@@ -214,6 +214,7 @@ std::optional<actors::replicator_actor> cluster_view::spawn_replicator(const act
   cfg.replication_factor = settings.factor;
   cfg.write_quorum = settings.write_quorum;
   cfg.min_insync = settings.min_insync;
+  cfg.replica_lag = settings.replica_lag;
   cfg.records = records();
   auto shipper = system_.spawn(log_shipper, std::move(cfg));
   {

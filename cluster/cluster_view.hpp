@@ -67,9 +67,10 @@ struct replication_info {
 };
 
 struct replication_settings {
-  std::size_t factor = 2;                   // copies of each log, the owner's included
-  std::optional<std::size_t> write_quorum;  // followers per write; nullopt: all in sync
-  std::size_t min_insync = 1;               // copies in sync for a write to be acknowledged
+  std::size_t factor = 2;                        // copies of each log, the owner's included
+  std::optional<std::size_t> write_quorum;       // followers per write; nullopt: all in sync
+  std::size_t min_insync = 1;                    // copies in sync for a write to be acknowledged
+  std::chrono::milliseconds replica_lag{10000};  // behind this long: out of the ISR
 };
 
 // A subscription this node's sessions and watches hold to a source that

@@ -173,8 +173,14 @@ void add_keys(proto::ReplicaAppend& a,
   }
 }
 
-void on_reply(self_ptr self, const std::string& id, std::uint64_t generation, bool catch_up,
-              std::uint64_t shipped_then, const proto::ReplicaReply& r);
+// What a reply answers: the shipped head and the time when it was sent.
+struct sent_mark {
+  std::uint64_t shipped = 0;
+  caf::actor_clock::time_point at;
+};
+
+void on_reply(self_ptr self, const std::string& id, std::uint64_t generation, bool catch_up, sent_mark sent,
+              const proto::ReplicaReply& r);
 void on_failure(self_ptr self, const std::string& id, std::uint64_t generation, const std::string& why);
 
 void send(self_ptr self, const std::string& id, follower& f, proto::ReplicaAppend a, bool catch_up) {
@@ -183,13 +189,13 @@ void send(self_ptr self, const std::string& id, follower& f, proto::ReplicaAppen
   a.set_follower_incarnation(f.incarnation);
   if (catch_up) f.busy = true;
   auto generation = f.generation;
-  auto shipped_then = st.shipped;
+  sent_mark sent{st.shipped, self->clock().now()};
   self->request(f.node, st.cfg.request_timeout, replicate_atom::value, a.SerializeAsString())
       .then(
-          [self, id, generation, catch_up, shipped_then](const std::string& bytes) {
+          [self, id, generation, catch_up, sent](const std::string& bytes) {
             proto::ReplicaReply r;
             if (!r.ParseFromString(bytes)) return on_failure(self, id, generation, "unreadable reply");
-            on_reply(self, id, generation, catch_up, shipped_then, r);
+            on_reply(self, id, generation, catch_up, sent, r);
           },
           [self, id, generation](caf::error& err) {
             on_failure(self, id, generation, self->system().render(err));
@@ -326,6 +332,7 @@ void mark_in_sync(self_ptr self, const std::string& id, follower& f) {
                    {{"stream", st.cfg.stream.name}, {"node", id}, {"head", st.shipped}});
   f.at = phase::in_sync;
   f.pause = std::chrono::milliseconds(0);
+  f.caught_up_at = self->clock().now();  // a full replica_lag to confirm what it is sent now
   st.quorum->set_in_sync(id, true);
   publish_state(self);
   report_writable(self);
@@ -395,12 +402,11 @@ void catch_up(self_ptr self, const std::string& id) {
   if (!f.keys_sent) {
     // The keys of the epoch it has not seen, so a retry is answered there too.
     std::vector<std::pair<std::string, persistence::idempotency_record>> keys;
-    if (st.cfg.store->list_idempotency(st.meta.id, 10 * st.cfg.chunk_events, &keys).ok()) {
-      std::erase_if(keys, [&](const auto& k) {
-        return k.second.epoch != st.meta.epoch || k.second.first_seq <= after;
-      });
+    const auto unseen = [epoch = st.meta.epoch, after](const persistence::idempotency_record& rec) {
+      return rec.epoch == epoch && rec.first_seq > after;
+    };
+    if (st.cfg.store->list_idempotency(st.meta.id, 10 * st.cfg.chunk_events, unseen, &keys).ok())
       add_keys(a, keys);
-    }
     f.keys_sent = true;
   }
   if (f.at == phase::probing) f.at = phase::catching_up;
@@ -454,7 +460,8 @@ void reconfirm(self_ptr self) {
 }
 
 void on_reply(self_ptr self, const std::string& id, std::uint64_t generation, bool catch_up_reply,
-              std::uint64_t shipped_then, const proto::ReplicaReply& r) {
+              sent_mark sent, const proto::ReplicaReply& r) {
+  const auto shipped_then = sent.shipped;
   auto& st = self->state;
   auto it = st.followers.find(id);
   if (it == st.followers.end() || st.fenced) return;
@@ -476,6 +483,8 @@ void on_reply(self_ptr self, const std::string& id, std::uint64_t generation, bo
       // an earlier life of this log, past what this node holds) vouches
       // for nothing beyond, until the newer term has cut those off.
       if (r.epoch() == st.meta.epoch) st.quorum->confirm(id, std::min(r.head(), shipped_then));
+      if (r.epoch() == st.meta.epoch && r.head() >= shipped_then)
+        f.caught_up_at = std::max(f.caught_up_at, sent.at);
       // A probe or a step that did not reach our head: go on.
       if (f.at != phase::in_sync) catch_up(self, id);
       report(self);
@@ -638,6 +647,53 @@ void refresh(self_ptr self) {
   sync_isr(self);
 }
 
+void arm_lag_check(self_ptr self, caf::actor_clock::duration_type after) {
+  auto& st = self->state;
+  // Without a record a follower is never dropped on a timeout: nothing
+  // would then stop it from taking over with what it holds (ADR 0017).
+  if (!st.cfg.records || st.lag_check_armed || st.fenced) return;
+  st.lag_check_armed = true;
+  self->delayed_send(self, after, tick_atom::value);
+}
+
+// Drops from the quorum (and so, through sync_isr, from the record's ISR)
+// every member that has not held the shipped head for replica_lag: it no
+// longer holds writes back. It is probed again after a pause and comes
+// back through the catch-up like any follower that fell behind.
+void check_lag(self_ptr self) {
+  auto& st = self->state;
+  st.lag_check_armed = false;
+  if (st.fenced || !st.quorum) return;
+  const auto now = self->clock().now();
+  std::optional<caf::actor_clock::duration_type> next;
+  bool dropped = false;
+  for (auto& [id, f] : st.followers) {
+    if (!st.quorum->in_sync(id) || st.quorum->confirmed(id) >= st.shipped) continue;
+    const auto behind = now - f.caught_up_at;
+    if (behind < st.cfg.replica_lag) {
+      auto left = st.cfg.replica_lag - behind;
+      next = next ? std::min(*next, left) : left;
+      continue;
+    }
+    logging::warn("replication.follower_lagging",
+                  {{"stream", st.cfg.stream.name},
+                   {"node", id},
+                   {"head", st.shipped},
+                   {"holds", st.quorum->confirmed(id)},
+                   {"behind_ms", std::chrono::duration_cast<std::chrono::milliseconds>(behind).count()}});
+    st.quorum->set_in_sync(id, false);
+    if (f.at == phase::in_sync) f.at = phase::probing;
+    pause_then_probe(self, id, f);
+    dropped = true;
+  }
+  if (next) arm_lag_check(self, *next);
+  if (!dropped) return;
+  publish_state(self);
+  report_writable(self);
+  report(self);
+  sync_isr(self);
+}
+
 void on_begin(self_ptr self, const actors::replica_start_ptr& start) {
   auto& st = self->state;
   st.begun = true;
@@ -660,6 +716,10 @@ void on_ship(self_ptr self, const actors::replica_batch_ptr& batch) {
     st.window.clear();
     st.local = batch->prev_seq;
   }
+  // Followers that hold everything shipped so far are caught up as of now.
+  const auto now = self->clock().now();
+  for (auto& [id, f] : st.followers)
+    if (st.quorum->in_sync(id) && st.quorum->confirmed(id) >= st.shipped) f.caught_up_at = now;
   st.meta = batch->meta;
   st.meta.term = std::max(term, batch->meta.term);
   st.shipped = batch->meta.head_seq;
@@ -671,6 +731,7 @@ void on_ship(self_ptr self, const actors::replica_batch_ptr& batch) {
   for (auto& [id, f] : st.followers)
     if (f.at == phase::probing && !f.busy) probe(self, id);
   report(self);
+  arm_lag_check(self, st.cfg.replica_lag);
 }
 
 void on_local(self_ptr self, std::uint64_t seq) {
@@ -701,6 +762,7 @@ shipper_actor::behavior_type log_shipper(shipper_actor::stateful_pointer<shipper
         if (it == st.followers.end() || it->second.generation != generation) return;
         probe(self, id);
       },
+      [self](tick_atom) { check_lag(self); },
       [self](isr_atom) {
         auto& st = self->state;
         if (st.fenced || st.record_busy) return;

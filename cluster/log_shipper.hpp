@@ -14,6 +14,14 @@
 //      │  └──GAP (its copy ends earlier)──> catching up ──reached us──┘
 //      └──REFUSED, timeout──> probing again after a pause
 //   in sync ──GAP, REFUSED, timeout──> probing      any ──not a follower any more──> releasing
+//   in sync, behind the shipped head for replica_lag ──> probing, out of the ISR
+//
+// A follower that stops answering stays required (it may hold what was
+// shipped) until the record drops it: the shipper drops it itself once it
+// has not held the shipped head for `replica_lag` (Kafka's
+// replica.lag.time.max.ms), by the record's compare-and-swap at this
+// leader's epoch, so a follower cut off from this node alone holds writes
+// back no longer than that (ADR 0021).
 //
 // A write counts as held once the quorum holds it and some follower has
 // answered a message sent after it in this term (`evidence`).
@@ -47,7 +55,9 @@ using shipper_actor = actors::replicator_actor::extend<
     // A follower's pause before it is probed again is over (id, generation).
     caf::reacts_to<retry_atom, std::string, std::uint64_t>,
     // A change of the stream's record failed for now: try the next one again.
-    caf::reacts_to<isr_atom>>;
+    caf::reacts_to<isr_atom>,
+    // Time to see whether a follower has lagged for replica_lag.
+    caf::reacts_to<tick_atom>>;
 
 struct shipper_config {
   actors::stream_key stream;
@@ -60,6 +70,9 @@ struct shipper_config {
   // acknowledged (ADR 0021's min-insync); fewer and writes are refused.
   std::size_t min_insync = 1;
   std::chrono::milliseconds request_timeout{5000};
+  // How long an ISR member may go without holding the shipped head before
+  // this leader drops it from the ISR (with a record only).
+  std::chrono::milliseconds replica_lag{10000};
   std::size_t chunk_events = 1000;  // per catch-up append
   // The stream's agreed record (ADR 0021); none: acknowledgements follow
   // the followers' confirmations alone (tests of the shipper without etcd).
@@ -80,6 +93,10 @@ struct shipper_state {
     std::uint64_t head = 0;        // its copy's end, as it last said
     bool keys_sent = false;        // this catch-up carried the idempotency keys
     std::chrono::milliseconds pause{0};
+    // The last time it was known to hold everything this leader had
+    // shipped (when a write went out to it caught up, or when an answer
+    // confirmed a message sent then).
+    caf::actor_clock::time_point caught_up_at{};
   };
 
   shipper_config cfg;
@@ -115,6 +132,7 @@ struct shipper_state {
   // every member of its ISR holds. One change of it is out at a time.
   std::optional<core::stream_record> record;
   bool record_busy = false;
+  bool lag_check_armed = false;
 };
 
 shipper_actor::behavior_type log_shipper(shipper_actor::stateful_pointer<shipper_state> self,

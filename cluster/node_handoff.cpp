@@ -180,9 +180,11 @@ std::string read_chunk(self_ptr self, const actors::stream_key& key, std::uint64
   }
   // The keys go with the first chunk (bounded like a chunk).
   std::vector<std::pair<std::string, persistence::idempotency_record>> keys;
-  if (after_seq == 0 && st.cfg.store->list_idempotency(meta->id, 10 * chunk_events, &keys).ok()) {
+  const auto this_epoch = [epoch = meta->epoch](const persistence::idempotency_record& rec) {
+    return rec.epoch == epoch;
+  };
+  if (after_seq == 0 && st.cfg.store->list_idempotency(meta->id, 10 * chunk_events, this_epoch, &keys).ok()) {
     for (auto& [k, rec] : keys) {
-      if (rec.epoch != meta->epoch) continue;
       auto* e = r.add_idempotency();
       e->set_key(k);
       e->set_first_seq(rec.first_seq);

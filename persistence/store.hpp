@@ -5,6 +5,7 @@
 // into a persistence::status the caller must check.
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -148,9 +149,11 @@ class store {
 
   status get_idempotency(std::uint64_t stream_id, const std::string& key,
                          std::optional<idempotency_record>* out);
-  // Up to `max` of a stream's idempotency records (key order), for a
-  // handoff to another node.
+  // A stream's idempotency records that `keep` accepts (all: none given),
+  // for a handoff or a catch-up: the `max` newest of them (by first seq),
+  // oldest first, so a cap drops the keys least likely to be retried.
   status list_idempotency(std::uint64_t stream_id, std::size_t max,
+                          const std::function<bool(const idempotency_record&)>& keep,
                           std::vector<std::pair<std::string, idempotency_record>>* out);
 
   // Token revocations (broker/auth): written at once and fsynced.

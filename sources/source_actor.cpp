@@ -145,6 +145,9 @@ void request_read(self_ptr self) {
   read_upstream(self);
 }
 
+void send_write(self_ptr self, const std::shared_ptr<const actors::publish_request>& write,
+                const std::function<void(std::string)>& done, std::chrono::milliseconds pause, bool last);
+
 // Gave up: subscribers of the stream learn it from an ERROR event (watches
 // fail on it), then the source ends.
 void fail(self_ptr self, const std::string& reason) {
@@ -154,16 +157,21 @@ void fail(self_ptr self, const std::string& reason) {
   logging::error("source.failed", {{"uri", st.cfg.uri}, {"error", message}});
   if (st.cfg.metrics) st.cfg.metrics->failed(st.cfg.tenant, st.cfg.uri, message);
   st.watching.reset();
+  // Stored like a read (keyed, tried again while the stream refuses):
+  // watches on the source fail on it, so it must not be lost to a failover.
   auto req = std::make_shared<actors::publish_request>();
   req->events.push_back(source_failed_event(st.cfg.uri, message));
+  req->idempotency_key = st.key_prefix + std::to_string(++st.writes);
   caf::actor_addr weak = self->address();
-  req->reply = [weak, self, message](const actors::publish_result&) {
-    post_back(weak, [self, message] {
+  auto done = [weak, self, message](const std::string& error) {
+    post_back(weak, [self, message, error] {
+      if (!error.empty())
+        logging::error("source.error_event_lost", {{"uri", self->state.cfg.uri}, {"error", error}});
       close_upstream(self->state);
       self->quit(caf::make_error(caf::sec::runtime_error, message));
     });
   };
-  self->send(st.cfg.hub(), actors::publish_atom::value, actors::publish_request_ptr(std::move(req)));
+  send_write(self, req, done, std::chrono::milliseconds(0), true);
 }
 
 void retry_later(self_ptr self, const std::string& reason) {
@@ -289,25 +297,31 @@ constexpr auto longest_pause = std::chrono::milliseconds(2000);
 // or whose answer is uncertain goes again after a growing pause, with the
 // same Idempotency-Key: the events are the upstream's, read once, so the
 // source waits for its stream rather than drop them (reads wait meanwhile,
-// which keeps their order).
-void send_write(self_ptr self, std::shared_ptr<const actors::publish_request> write,
-                std::function<void(std::string)> done, std::chrono::milliseconds pause) {
+// which keeps their order). Once the source failed only its ERROR event
+// (`last`) is still tried. `done` runs on the hub's side: it posts back.
+void send_write(self_ptr self, const std::shared_ptr<const actors::publish_request>& write,
+                const std::function<void(std::string)>& done, std::chrono::milliseconds pause, bool last) {
   auto& st = self->state;
   auto req = std::make_shared<actors::publish_request>(*write);
   caf::actor_addr weak = self->address();
-  req->reply = [self, weak, write, done, pause](const actors::publish_result& r) {
+  req->reply = [self, weak, write, done, pause, last](const actors::publish_result& r) {
     const bool again =
         r.outcome == actors::publish_outcome::unavailable || r.outcome == actors::publish_outcome::uncertain;
     std::string error = actors::failed(r.outcome) ? (r.error.empty() ? "unavailable" : r.error) : "";
     if (error.empty() || !again) return done(error);
-    post_back(weak, [self, write, done, pause, error] {
+    post_back(weak, [self, write, done, pause, last, error] {
       auto& st = self->state;
-      if (st.at == phase::failed) return done(error);
+      if (st.at == phase::failed && !last) return done(error);
       if (pause.count() == 0) logging::warn("source.write_waits", {{"uri", st.cfg.uri}, {"error", error}});
-      st.cfg.status->update([&](actors::source_info& i) { i.error = "storing a read waits: " + error; });
+      if (!last)
+        st.cfg.status->update([&](actors::source_info& i) { i.error = "storing a read waits: " + error; });
       auto next = pause.count() == 0 ? first_pause : std::min(pause * 2, longest_pause);
-      self->delayed_send(self, next, actors::task_atom::value, actors::actor_task{[self, write, done, next] {
-                           send_write(self, write, done, next);
+      self->delayed_send(self, next, actors::task_atom::value,
+                         actors::actor_task{[self, write, done, next, last] {
+                           // A write that waited while the source failed
+                           // is not stored after its ERROR event.
+                           if (self->state.at == phase::failed && !last) return done("the source failed");
+                           send_write(self, write, done, next, last);
                          }});
     });
   };
@@ -369,7 +383,7 @@ void commit_read(self_ptr self, core::resource_tracker next, std::vector<core::e
   for (auto& ev : events) write->events.push_back(make_event(st, std::move(ev.fields)));
   write->snapshots.push_back(std::move(snapshot));
   write->idempotency_key = st.key_prefix + std::to_string(++st.writes);
-  send_write(self, std::move(write), std::move(done), std::chrono::milliseconds(0));
+  send_write(self, write, done, std::chrono::milliseconds(0), false);
 }
 
 void on_read(self_ptr self, std::uint64_t generation, const read_outcome& r) {

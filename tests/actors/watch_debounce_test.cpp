@@ -269,3 +269,52 @@ TEST_CASE_METHOD(fixture, "a notice its hub never answers is sent again after 30
   CHECK(stats->notices.load() == 1);
   CHECK(inbox->got.size() == 3);
 }
+
+TEST_CASE_METHOD(fixture, "a stop waits no longer than its grace on a hub that never answers",
+                 "[watch][debounce]") {
+  auto ended = std::make_shared<std::optional<caf::error>>();
+  on_end(debounce, ended);
+  line("ADDED /a");
+  auto flushed = std::make_shared<bool>(false);
+  flush(false, flushed);
+  wait(std::chrono::milliseconds(9999));
+  CHECK(!*flushed);
+  CHECK(inbox->got.size() == 1);
+  wait(std::chrono::milliseconds(1));
+  CHECK(*flushed);
+  CHECK(ended->has_value());
+  CHECK(stats->notices.load() == 0);
+  CHECK(stats->notices_wait.load() == nullptr);
+}
+
+TEST_CASE_METHOD(fixture, "a notice is counted when the hub answers, before the debounce hears of it",
+                 "[watch][debounce]") {
+  line("ADDED /a");
+  // The hub answers before it delivers the event: a reader who then sees
+  // the notice must see the count include it.
+  inbox->got.at(0)->reply(stored(1));
+  CHECK(stats->notices.load() == 1);
+  sched->run();
+  CHECK(stats->notices.load() == 1);
+}
+
+TEST_CASE_METHOD(fixture,
+                 "a failure whose line was filtered out while a position is being saved is saved after it",
+                 "[watch][debounce]") {
+  auto ended = std::make_shared<std::optional<caf::error>>();
+  on_end(debounce, ended);
+  line("");  // nothing to notice: the position alone is saved
+  REQUIRE(saves.size() == 1);
+  line("", "the source failed");
+  CHECK(saves.size() == 1);  // one save at a time
+  saves[0].second(persistence::status{});
+  sched->run();
+  REQUIRE(saves.size() == 2);
+  REQUIRE(saves[1].first.progress_puts.size() == 1);
+  CHECK(saves[1].first.progress_puts[0].second.cursor == core::cursor{1, 2});
+  CHECK(!ended->has_value());
+  saves[1].second(persistence::status{});
+  sched->run();
+  REQUIRE(ended->has_value());
+  CHECK(sys->render(**ended).find("the source failed") != std::string::npos);
+}

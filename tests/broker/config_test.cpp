@@ -337,6 +337,13 @@ TEST_CASE("a cluster registers in etcd: etcd, etcd-prefix and member-lease-secon
   CHECK(parse_error({"--config", file.path()}).find("seeds: no longer exists") != std::string::npos);
 }
 
+TEST_CASE("replica-lag-ms defaults to 10 s and takes 100 ms to 10 min", "[config]") {
+  CHECK(parsed({}).replica_lag == std::chrono::milliseconds(10000));
+  CHECK(parsed({"--replica-lag-ms", "1500"}).replica_lag == std::chrono::milliseconds(1500));
+  CHECK(parse_error({"--replica-lag-ms", "50"}).find("replica-lag-ms") != std::string::npos);
+  CHECK(parse_error({"--replica-lag-ms", "soon"}).find("replica-lag-ms") != std::string::npos);
+}
+
 TEST_CASE("min-insync defaults to 2 with replication and is at most replication-factor",
           "[config][replication]") {
   CHECK(min_insync(parsed({})) == 2);

@@ -124,3 +124,64 @@ TEST_CASE(
   CHECK(cluster.process(1).log().find("\"event\":\"cluster.stream_taken_over\"") == std::string::npos);
   WARN("a paused follower:\n" << report.str());
 }
+
+TEST_CASE(
+    "min-insync 1: a follower paused within its lease leaves the ISR after replica-lag, the owner goes on "
+    "acknowledging alone, and the follower is listed again once caught up",
+    "[cluster][replication][hung]") {
+  constexpr int per_phase = 60;
+  constexpr int total = 3 * per_phase;
+  // A lease far longer than the pause: only the owner's lag rule can take
+  // the follower out of the ISR (without it, writes would wait for it).
+  cluster_nodes cluster(3, {"--member-lease-seconds", "30", "--min-insync", "1", "--replica-lag-ms", "1000"});
+  const auto stream = cluster.owned_stream(0, "lagging", 1);
+  const auto start = publish(cluster.endpoint(0), stream, event_json("/e", "ADDED", json{{"i", 0}}));
+  const auto isr_of_owner = [&] {
+    auto row = admin_stream_row(cluster.endpoint(0), stream);
+    return row.is_object() ? row["replication"]["record"].value("isr", json::array()) : json::array();
+  };
+  std::map<int, std::string> acked;
+  stream_reader reader({cluster.endpoint(2)}, stream, start, total, 60s);
+  reader.await_started(10s);
+  {
+    steady_publisher before({cluster.endpoint(0)}, stream, 1, per_phase, 500);
+    INFO(before.failure());
+    REQUIRE(before.join(30s));
+    merge_acknowledged(acked, before.acknowledged());
+  }
+  REQUIRE(poll_until(10s, [&] { return isr_of_owner().size() == 2; }));
+  {
+    hung_process hung(cluster.process(1).pid());
+    steady_publisher during({cluster.endpoint(0)}, stream, per_phase + 1, per_phase, 500);
+    INFO("while node 1 is stopped: " << during.failure());
+    REQUIRE(during.join(30s));
+    merge_acknowledged(acked, during.acknowledged());
+    const std::string lagging = "\"event\":\"replication.follower_lagging\"";
+    CHECK(cluster.process(0).await_log(lagging, 1s));
+    CHECK(isr_of_owner() == json::array({cluster.node_id(0)}));
+  }
+  // Caught up and listed again, with no lapse of its membership.
+  INFO("the owner's record: " << isr_of_owner().dump());
+  REQUIRE(poll_until(20s, [&] { return isr_of_owner().size() == 2; }));
+  CHECK(cluster.process(1).log().find("\"event\":\"cluster.membership_lapsed\"") == std::string::npos);
+  {
+    steady_publisher after({cluster.endpoint(1), cluster.endpoint(0)}, stream, 2 * per_phase + 1, per_phase,
+                           500);
+    INFO("after the return: " << after.failure());
+    REQUIRE(after.join(30s));
+    merge_acknowledged(acked, after.acknowledged());
+  }
+  REQUIRE(acked.size() == static_cast<std::size_t>(total));
+  for (const auto& [i, c] : acked) CHECK(epoch_of(c) == epoch_of(start));
+  reader.join();
+  CHECK(reader.controls().empty());
+  CHECK(compare_with_acknowledged(reader.events(), acked) == "");
+  for (std::size_t n = 0; n < cluster.size(); ++n) {
+    stream_reader late({cluster.endpoint(n)}, stream, start, total, 30s);
+    late.await_started(10s);
+    late.join();
+    INFO("late reader on node " << n << ": " << late.events().size() << " events");
+    CHECK(late.controls().empty());
+    CHECK(compare_with_acknowledged(late.events(), acked) == "");
+  }
+}

@@ -5,7 +5,8 @@
 // Each scenario is a test case:
 //
 //   pause        SIGSTOP of the owner, its follower or the third node, for
-//                0.5-4 s (the member lease is 2 s: shorter and longer)
+//                0.5-4 s (the member lease is 2 s, the replica lag 1 s:
+//                shorter and longer)
 //   kill         kill -9, restarted on its data 0.2-3 s later
 //   restart      SIGTERM (a graceful drain), restarted 0.2-1.5 s later
 //   etcd-member  kill -9 of one etcd member of three, back 0.5-3 s later
@@ -226,7 +227,10 @@ history_report read_back_stream(cluster_nodes& cluster, stream_traffic& t,
 round_outcome run_round(const fault_scenario& scenario, std::uint64_t seed, etcd_cluster& etcd,
                         bool distinct_users) {
   const auto step = plan_round(scenario, seed);
-  cluster_nodes cluster(3, {}, 20s, &etcd, distinct_users);
+  // A replica lag under the member lease: a follower paused or cut off
+  // from its owner leaves the ISR by the owner's compare-and-swap before
+  // etcd drops its membership, so both paths run under faults.
+  cluster_nodes cluster(3, {"--replica-lag-ms", "1000"}, 20s, &etcd, distinct_users);
   std::vector<stream_traffic> traffic;
   for (std::size_t owner = 0; owner < streams; ++owner)
     traffic.push_back(start_traffic(cluster, owner, seed));
