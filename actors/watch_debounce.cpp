@@ -159,6 +159,9 @@ void drop_waiting(self_ptr self, const std::string& error) {
   finish_if_flushed(self);
 }
 
+void flush_due(self_ptr self);
+void arm_timer(self_ptr self);
+
 void on_published(self_ptr self, std::uint64_t id, bool again, bool maybe_stored, const std::string& error) {
   auto& st = self->state;
   auto& box = st.outbox;
@@ -170,6 +173,15 @@ void on_published(self_ptr self, std::uint64_t id, bool again, bool maybe_stored
     box.pause = {};
     st.cfg.stats->notices_wait.store(nullptr);
     send_front(self);
+    // Lines held back while it was refused (flush_due) go out now, or at
+    // their deadline.
+    if (!st.on_flushed && st.batcher.pending()) {
+      auto deadline = st.batcher.deadline();
+      if (deadline && *deadline <= clock::now())
+        flush_due(self);
+      else
+        arm_timer(self);
+    }
     maybe_save(self);
     return finish_if_flushed(self);
   }
@@ -222,8 +234,17 @@ void arm_timer(self_ptr self) {
                      ++st.timer_generation);
 }
 
+// While the outbox's front is refused (its stream takes no writes for
+// now), later lines stay in the batcher, which dedupes them and caps a
+// notice at max_lines: the outbox then holds one waiting notice, not one
+// per burst, however long the refusal lasts. on_published flushes them.
+bool front_refused(const watch_debounce_state& st) {
+  return !st.outbox.queue.empty() && st.outbox.pause.count() > 0;
+}
+
 void flush_due(self_ptr self) {
   auto& st = self->state;
+  if (front_refused(st)) return;
   if (auto lines = st.batcher.take_due(clock::now())) {
     publish(self, std::move(*lines), true);
   } else {

@@ -318,3 +318,27 @@ TEST_CASE_METHOD(fixture,
   REQUIRE(ended->has_value());
   CHECK(sys->render(**ended).find("the source failed") != std::string::npos);
 }
+
+TEST_CASE_METHOD(fixture,
+                 "while a notice is refused, later lines collapse into one notice that waits behind it",
+                 "[watch][debounce]") {
+  line("ADDED /a");
+  answer(0, {publish_outcome::unavailable, {}, "the stream has no leader yet; retry"});
+  // Refused: what comes meanwhile stays in the debounce, not one queued
+  // notice per line (memory bounded by the debounce's max_lines).
+  for (int i = 0; i < 50; ++i) line("MODIFIED /b");
+  line("ADDED /c");
+  CHECK(inbox->got.size() == 1);
+  wait(std::chrono::milliseconds(100));
+  REQUIRE(inbox->got.size() == 2);  // /a again
+  answer(1, stored(1));
+  REQUIRE(inbox->got.size() == 3);
+  const auto text = text_of(*inbox->got[2]);
+  CHECK(text.find("MODIFIED /b") != std::string::npos);
+  CHECK(text.find("ADDED /c") != std::string::npos);
+  CHECK(inbox->got[2]->progress.size() == 1);  // with the position after /c
+  CHECK(inbox->got[2]->progress[0].second.cursor == core::cursor{1, 52});
+  answer(2, stored(2));
+  CHECK(inbox->got.size() == 3);
+  CHECK(stats->notices.load() == 2);
+}
