@@ -325,6 +325,8 @@ void read_record(self_ptr self) {
   });
 }
 
+void arm_lag_check(self_ptr self, caf::actor_clock::duration_type after);
+
 void mark_in_sync(self_ptr self, const std::string& id, follower& f) {
   auto& st = self->state;
   if (f.at != phase::in_sync)
@@ -332,8 +334,12 @@ void mark_in_sync(self_ptr self, const std::string& id, follower& f) {
                    {{"stream", st.cfg.stream.name}, {"node", id}, {"head", st.shipped}});
   f.at = phase::in_sync;
   f.pause = std::chrono::milliseconds(0);
-  f.caught_up_at = self->clock().now();  // a full replica_lag to confirm what it is sent now
+  // Coming in, it gets a full replica_lag to confirm what it is sent now;
+  // one that never left the in-sync set (a timeout, then a probe) keeps
+  // the time it last held the head.
+  if (!st.quorum->in_sync(id)) f.caught_up_at = self->clock().now();
   st.quorum->set_in_sync(id, true);
+  arm_lag_check(self, st.cfg.replica_lag);
   publish_state(self);
   report_writable(self);
   sync_isr(self);
@@ -653,6 +659,7 @@ void arm_lag_check(self_ptr self, caf::actor_clock::duration_type after) {
   // would then stop it from taking over with what it holds (ADR 0017).
   if (!st.cfg.records || st.lag_check_armed || st.fenced) return;
   st.lag_check_armed = true;
+  st.lag_check_due = self->clock().now() + after;
   self->delayed_send(self, after, tick_atom::value);
 }
 
@@ -665,6 +672,10 @@ void check_lag(self_ptr self) {
   st.lag_check_armed = false;
   if (st.fenced || !st.quorum) return;
   const auto now = self->clock().now();
+  // Late by a quarter of the lag or more: this node itself stalled (a
+  // pause, an overload), and the followers' answers may still wait in
+  // its mailbox. They get their turn before anyone is judged.
+  if (now - st.lag_check_due >= st.cfg.replica_lag / 4) return arm_lag_check(self, st.cfg.replica_lag / 4);
   std::optional<caf::actor_clock::duration_type> next;
   bool dropped = false;
   for (auto& [id, f] : st.followers) {
@@ -682,9 +693,10 @@ void check_lag(self_ptr self) {
                    {"holds", st.quorum->confirmed(id)},
                    {"behind_ms", std::chrono::duration_cast<std::chrono::milliseconds>(behind).count()}});
     st.quorum->set_in_sync(id, false);
+    dropped = true;
+    if (f.at == phase::releasing) continue;  // on its way out: no probe
     if (f.at == phase::in_sync) f.at = phase::probing;
     pause_then_probe(self, id, f);
-    dropped = true;
   }
   if (next) arm_lag_check(self, *next);
   if (!dropped) return;

@@ -133,6 +133,7 @@ struct shipper_state {
   std::optional<core::stream_record> record;
   bool record_busy = false;
   bool lag_check_armed = false;
+  caf::actor_clock::time_point lag_check_due{};  // when the armed check should run
 };
 
 shipper_actor::behavior_type log_shipper(shipper_actor::stateful_pointer<shipper_state> self,

@@ -470,27 +470,16 @@ status store::list_idempotency(std::uint64_t stream_id, std::size_t max,
                                const std::function<bool(const idempotency_record&)>& keep,
                                std::vector<std::pair<std::string, idempotency_record>>* out) {
   out->clear();
-  if (max == 0) return {};
-  // A min-heap on first seq holds the newest `max` seen so far.
-  const auto newer = [](const auto& a, const auto& b) { return a.second.first_seq > b.second.first_seq; };
   auto prefix = idempotency_key(stream_id, "");
   std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(rocksdb::ReadOptions(), families_[idempotency_cf]));
-  for (it->Seek(prefix); it->Valid(); it->Next()) {
+  for (it->Seek(prefix); it->Valid() && out->size() < max; it->Next()) {
     auto key = it->key().ToStringView();
     if (!key.starts_with(prefix)) break;
     idempotency_record record;
     if (!parse(it->value().ToStringView(), &record)) return status::error("corrupt idempotency record");
     if (keep && !keep(record)) continue;
-    if (out->size() == max) {
-      if (record.first_seq <= out->front().second.first_seq) continue;
-      std::pop_heap(out->begin(), out->end(), newer);
-      out->pop_back();
-    }
     out->emplace_back(std::string(key.substr(prefix.size())), record);
-    std::push_heap(out->begin(), out->end(), newer);
   }
-  std::sort_heap(out->begin(), out->end(), newer);  // newest first
-  std::reverse(out->begin(), out->end());
   return from(it->status(), "list idempotency records");
 }
 

@@ -149,9 +149,11 @@ class store {
 
   status get_idempotency(std::uint64_t stream_id, const std::string& key,
                          std::optional<idempotency_record>* out);
-  // A stream's idempotency records that `keep` accepts (all: none given),
-  // for a handoff or a catch-up: the `max` newest of them (by first seq),
-  // oldest first, so a cap drops the keys least likely to be retried.
+  // Up to `max` of a stream's idempotency records that `keep` accepts (all:
+  // none given), in key order, for a handoff or a catch-up. Records are
+  // never deleted (ADR 0005), so the scan stops at `max` kept ones rather
+  // than read them all: a stream with more keys than that in the epoch
+  // sent loses some of them on the way (docs/cluster.md, Limits).
   status list_idempotency(std::uint64_t stream_id, std::size_t max,
                           const std::function<bool(const idempotency_record&)>& keep,
                           std::vector<std::pair<std::string, idempotency_record>>* out);
