@@ -229,6 +229,9 @@ const std::map<std::string, setter>& setters() {
       {"retention-age-ms",
        number<std::int64_t>(0, 100LL * 365 * 86'400'000,
                             [](config& c, std::int64_t v) { c.retention.max_age_ms = v; })},
+      {"idempotency-hours",
+       number<std::int64_t>(1, 8760,
+                            [](config& c, std::int64_t v) { c.idempotency_ttl = std::chrono::hours(v); })},
       {"heartbeat-ms",
        number<std::int64_t>(
            10, 3'600'000, [](config& c, std::int64_t v) { c.sse.heartbeat = std::chrono::milliseconds(v); })},
@@ -443,7 +446,8 @@ std::string usage() {
   return "usage: tidingsd [--config FILE | --check-config FILE] [--listen HOST:PORT]\n"
          "                [--data-dir DIR] [--durability sync|batch|none] [--retention-events N]\n"
          "                [--storage-reserve-mb MB]\n"
-         "                [--retention-age-ms MS] [--heartbeat-ms MS] [--queue-frames N]\n"
+         "                [--retention-age-ms MS] [--idempotency-hours H]\n"
+         "                [--heartbeat-ms MS] [--queue-frames N]\n"
          "                [--queue-bytes N] [--close-deadline-ms MS] [--ring-events N]\n"
          "                [--max-body-bytes N]\n"
          "                [--max-header-bytes N] [--max-header-count N]\n"

@@ -41,6 +41,8 @@ struct config {
   std::string data_dir = "./data";
   persistence::durability durability = persistence::durability::sync;
   core::retention_policy retention;
+  // How long an Idempotency-Key answers a retry (ADR 0005's amendment).
+  std::chrono::hours idempotency_ttl{24};
   relay::sse_options sse;
   std::size_t ring_events = 1024;
   std::size_t max_unknown_streams = 10000;

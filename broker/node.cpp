@@ -115,6 +115,7 @@ int run_node(const config& cfg) {
     logging::error("node.store_failed", {{"data_dir", cfg.data_dir}, {"error", s.message()}});
     return 1;
   }
+  store->set_idempotency_ttl(cfg.idempotency_ttl);
   std::string node_id;
   if (auto s = node_id_of(*store, &node_id); !s.ok()) {
     logging::error("node.id_failed", {{"data_dir", cfg.data_dir}, {"error", s.message()}});

@@ -1,5 +1,6 @@
 #include "persistence/store.hpp"
 
+#include <rocksdb/compaction_filter.h>
 #include <rocksdb/db.h>
 #include <rocksdb/iterator.h>
 #include <rocksdb/options.h>
@@ -8,6 +9,8 @@
 #include <rocksdb/write_batch.h>
 
 #include <algorithm>
+#include <atomic>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -136,6 +139,12 @@ bool parse(std::string_view bytes, idempotency_record* out) {
   return true;
 }
 
+std::int64_t wall_ms() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
 template <class Message>
 bool parse_message(std::string_view bytes, Message* p) {
   return bytes.size() <= static_cast<std::size_t>(std::numeric_limits<int>::max()) &&
@@ -202,6 +211,21 @@ std::string prefix_end(std::string prefix) {
 
 }  // namespace
 
+// Drops idempotency records older than the TTL when RocksDB compacts
+// their family (ADR 0005's amendment); called on its compaction threads.
+class idempotency_expiry final : public rocksdb::CompactionFilter {
+ public:
+  std::atomic<std::int64_t> ttl_ms{std::chrono::milliseconds(default_idempotency_ttl).count()};
+
+  bool Filter(int /*level*/, const rocksdb::Slice& /*key*/, const rocksdb::Slice& value,
+              std::string* /*new_value*/, bool* /*value_changed*/) const override {
+    idempotency_record record;
+    if (!parse(value.ToStringView(), &record)) return false;  // not ours to judge
+    return record.time_ms < wall_ms() - ttl_ms.load(std::memory_order_relaxed);
+  }
+  const char* Name() const override { return "tidings.idempotency_expiry"; }
+};
+
 std::string_view durability_name(durability d) {
   switch (d) {
     case durability::sync:
@@ -244,12 +268,20 @@ status store::open(const std::string& dir, durability d, std::unique_ptr<store>*
     for (auto& name : existing)
       if (std::find(names.begin(), names.end(), name) == names.end()) names.push_back(name);
   }
-  std::vector<rocksdb::ColumnFamilyDescriptor> descriptors;
-  descriptors.reserve(names.size());
-  for (auto& name : names) descriptors.emplace_back(name, rocksdb::ColumnFamilyOptions(options));
-
   std::unique_ptr<store> db(new store());
   db->durability_ = d;
+  db->expiry_ = std::make_shared<idempotency_expiry>();
+  std::vector<rocksdb::ColumnFamilyDescriptor> descriptors;
+  descriptors.reserve(names.size());
+  for (auto& name : names) {
+    rocksdb::ColumnFamilyOptions family(options);
+    if (name == family_names[idempotency_cf]) {
+      family.compaction_filter = db->expiry_.get();
+      // Files no write touches are compacted (and so expired) daily too.
+      family.periodic_compaction_seconds = 24 * 60 * 60;
+    }
+    descriptors.emplace_back(name, family);
+  }
   rocksdb::DB* raw = nullptr;
   if (auto s = from(rocksdb::DB::Open(options, dir, descriptors, &db->families_, &raw), "open " + dir);
       !s.ok())
@@ -464,6 +496,17 @@ status store::get_idempotency(std::uint64_t stream_id, const std::string& key,
   if (!parse(value, &record)) return status::error("corrupt idempotency record");
   *out = record;
   return {};
+}
+
+void store::set_idempotency_ttl(std::chrono::milliseconds ttl) {
+  expiry_->ttl_ms.store(ttl.count(), std::memory_order_relaxed);
+}
+
+status store::compact_idempotency() {
+  rocksdb::CompactRangeOptions o;
+  o.bottommost_level_compaction = rocksdb::BottommostLevelCompaction::kForce;
+  return from(db_->CompactRange(o, families_[idempotency_cf], nullptr, nullptr),
+              "compact idempotency records");
 }
 
 status store::list_idempotency(std::uint64_t stream_id, std::size_t max,

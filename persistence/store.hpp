@@ -4,6 +4,7 @@
 // and the few in-memory fields are guarded. Every rocksdb::Status is turned
 // into a persistence::status the caller must check.
 
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -23,6 +24,13 @@ class WriteBatch;
 }  // namespace rocksdb
 
 namespace tidings::persistence {
+
+class idempotency_expiry;
+
+// How long an Idempotency-Key answers a retry by default (ADR 0005's
+// amendment): older records go at their family's next compaction (at
+// least daily), so a key may answer a little longer, never shorter.
+inline constexpr std::chrono::hours default_idempotency_ttl{24};
 
 enum class durability {
   sync,   // WAL fsynced before a write is acknowledged (group commit shares it)
@@ -150,10 +158,10 @@ class store {
   status get_idempotency(std::uint64_t stream_id, const std::string& key,
                          std::optional<idempotency_record>* out);
   // Up to `max` of a stream's idempotency records that `keep` accepts (all:
-  // none given), in key order, for a handoff or a catch-up. Records are
-  // never deleted (ADR 0005), so the scan stops at `max` kept ones rather
-  // than read them all: a stream with more keys than that in the epoch
-  // sent loses some of them on the way (docs/cluster.md, Limits).
+  // none given), in key order, for a handoff or a catch-up. The scan stops
+  // at `max` kept ones rather than read them all: a stream with more live
+  // keys than that in the epoch sent loses some of them on the way
+  // (docs/cluster.md, Limits).
   status list_idempotency(std::uint64_t stream_id, std::size_t max,
                           const std::function<bool(const idempotency_record&)>& keep,
                           std::vector<std::pair<std::string, idempotency_record>>* out);
@@ -171,6 +179,13 @@ class store {
   // included (files are counted by the blocks the range touches).
   status approximate_event_bytes(std::uint64_t stream_id, std::uint64_t* out);
 
+  // Idempotency records older than `ttl` (by their time) are dropped at
+  // their family's next compaction; default_idempotency_ttl until set.
+  void set_idempotency_ttl(std::chrono::milliseconds ttl);
+  // Compacts the idempotency family now, dropping what expired (the
+  // expiry otherwise runs with RocksDB's own compactions, at least daily).
+  status compact_idempotency();
+
   // RocksDB's own figures for the metrics (read at each scrape; cheap).
   storage_stats stats() const;
 
@@ -187,6 +202,8 @@ class store {
  private:
   store() = default;
   durability durability_ = durability::sync;
+  // RocksDB holds a raw pointer to it: it must outlive db_.
+  std::shared_ptr<idempotency_expiry> expiry_;
   std::unique_ptr<rocksdb::DB> db_;
   std::vector<rocksdb::ColumnFamilyHandle*> families_;
   std::mutex stream_ids_mutex_;

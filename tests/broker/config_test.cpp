@@ -337,6 +337,13 @@ TEST_CASE("a cluster registers in etcd: etcd, etcd-prefix and member-lease-secon
   CHECK(parse_error({"--config", file.path()}).find("seeds: no longer exists") != std::string::npos);
 }
 
+TEST_CASE("idempotency-hours defaults to a day and takes 1 h to a year", "[config]") {
+  CHECK(parsed({}).idempotency_ttl == std::chrono::hours(24));
+  CHECK(parsed({"--idempotency-hours", "2"}).idempotency_ttl == std::chrono::hours(2));
+  CHECK(parse_error({"--idempotency-hours", "0"}).find("idempotency-hours") != std::string::npos);
+  CHECK(parse_error({"--idempotency-hours", "9000"}).find("idempotency-hours") != std::string::npos);
+}
+
 TEST_CASE("replica-lag-ms defaults to 10 s and takes 100 ms to 10 min", "[config]") {
   CHECK(parsed({}).replica_lag == std::chrono::milliseconds(10000));
   CHECK(parsed({"--replica-lag-ms", "1500"}).replica_lag == std::chrono::milliseconds(1500));

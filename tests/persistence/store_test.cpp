@@ -494,3 +494,37 @@ TEST_CASE("listing idempotency records stops at max of those the filter keeps", 
   REQUIRE(db->list_idempotency(2, 3, nullptr, &got).ok());
   CHECK(got.empty());  // another stream's
 }
+
+TEST_CASE("idempotency records older than the TTL go at the family's compaction, newer ones stay",
+          "[store]") {
+  temp_dir tmp;
+  auto db = open_store(tmp.db());
+  group_committer gc(*db);
+  const auto now_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                          std::chrono::system_clock::now().time_since_epoch())
+                          .count();
+  const std::int64_t hour_ms = 3'600'000;
+  auto ws = append(1, "docs", 1, 3);
+  ws.idempotency.push_back({"old", idempotency_record{7, 1, 1, now_ms - 25 * hour_ms}});
+  ws.idempotency.push_back({"recent", idempotency_record{7, 2, 1, now_ms - 23 * hour_ms}});
+  ws.idempotency.push_back({"new", idempotency_record{7, 3, 1, now_ms}});
+  REQUIRE(commit(gc, std::move(ws)).ok());
+  gc.stop();
+
+  std::optional<idempotency_record> rec;
+  REQUIRE(db->get_idempotency(1, "old", &rec).ok());
+  CHECK(rec);  // until a compaction
+  REQUIRE(db->compact_idempotency().ok());
+  REQUIRE(db->get_idempotency(1, "old", &rec).ok());
+  CHECK_FALSE(rec);
+  REQUIRE(db->get_idempotency(1, "recent", &rec).ok());
+  CHECK(rec);
+  // A shorter TTL takes effect at the next compaction.
+  db->set_idempotency_ttl(std::chrono::hours(1));
+  REQUIRE(db->compact_idempotency().ok());
+  REQUIRE(db->get_idempotency(1, "recent", &rec).ok());
+  CHECK_FALSE(rec);
+  REQUIRE(db->get_idempotency(1, "new", &rec).ok());
+  REQUIRE(rec);
+  CHECK(rec->first_seq == 3);
+}
