@@ -37,6 +37,17 @@ using namespace tidings;
 using namespace tidings::testing;
 using nlohmann::json;
 
+// Publishes events first .. first + count - 1 at 500/s through `targets`,
+// each retried until acknowledged, and adds their cursors to `acked`.
+void publish_phase(const std::vector<client::endpoint>& targets, const std::string& stream, int first,
+                   int count, std::map<int, std::string>& acked, const std::string& when) {
+  steady_publisher p(targets, stream, first, count, 500);
+  const bool done = p.join(30s);
+  INFO(when << ": " << p.failure());
+  REQUIRE(done);
+  merge_acknowledged(acked, p.acknowledged());
+}
+
 }  // namespace
 
 TEST_CASE(
@@ -61,12 +72,7 @@ TEST_CASE(
       std::make_unique<stream_reader>(std::vector{cluster.endpoint(2)}, stream, start, total, 60s));
   for (auto& r : readers) r->await_started(10s);
 
-  {
-    steady_publisher before({cluster.endpoint(0)}, stream, 1, per_phase, 500);
-    INFO(before.failure());
-    REQUIRE(before.join(30s));
-    merge_acknowledged(acked, before.acknowledged());
-  }
+  publish_phase({cluster.endpoint(0)}, stream, 1, per_phase, acked, "before the pause");
 
   {
     hung_process hung(cluster.process(1).pid());
@@ -84,13 +90,8 @@ TEST_CASE(
   // Resumed: it must learn that it lapsed before anything else.
   REQUIRE(cluster.process(1).await_log("\"event\":\"cluster.membership_lapsed\"", 10s));
   cluster.await_converged(20s);
-  {
-    steady_publisher after({cluster.endpoint(1), cluster.endpoint(0)}, stream, 2 * per_phase + 1, per_phase,
-                           500);
-    INFO("after the return: " << after.failure());
-    REQUIRE(after.join(30s));
-    merge_acknowledged(acked, after.acknowledged());
-  }
+  publish_phase({cluster.endpoint(1), cluster.endpoint(0)}, stream, 2 * per_phase + 1, per_phase, acked,
+                "after the return");
   REQUIRE(acked.size() == static_cast<std::size_t>(total));
   for (const auto& [i, c] : acked) CHECK(epoch_of(c) == epoch_of(start));
 
@@ -143,34 +144,26 @@ TEST_CASE(
   std::map<int, std::string> acked;
   stream_reader reader({cluster.endpoint(2)}, stream, start, total, 60s);
   reader.await_started(10s);
-  {
-    steady_publisher before({cluster.endpoint(0)}, stream, 1, per_phase, 500);
-    INFO(before.failure());
-    REQUIRE(before.join(30s));
-    merge_acknowledged(acked, before.acknowledged());
-  }
+  publish_phase({cluster.endpoint(0)}, stream, 1, per_phase, acked, "before the pause");
   REQUIRE(poll_until(10s, [&] { return isr_of_owner().size() == 2; }));
   {
     hung_process hung(cluster.process(1).pid());
-    steady_publisher during({cluster.endpoint(0)}, stream, per_phase + 1, per_phase, 500);
-    INFO("while node 1 is stopped: " << during.failure());
-    REQUIRE(during.join(30s));
-    merge_acknowledged(acked, during.acknowledged());
+    publish_phase({cluster.endpoint(0)}, stream, per_phase + 1, per_phase, acked, "while node 1 is stopped");
     const std::string lagging = "\"event\":\"replication.follower_lagging\"";
     CHECK(cluster.process(0).await_log(lagging, 1s));
     CHECK(isr_of_owner() == json::array({cluster.node_id(0)}));
   }
   // Caught up and listed again, with no lapse of its membership.
-  INFO("the owner's record: " << isr_of_owner().dump());
-  REQUIRE(poll_until(20s, [&] { return isr_of_owner().size() == 2; }));
+  json isr;
+  poll_until(20s, [&] {
+    isr = isr_of_owner();
+    return isr.size() == 2;
+  });
+  INFO("the owner's record's ISR: " << isr.dump());
+  REQUIRE(isr.size() == 2);
   CHECK(cluster.process(1).log().find("\"event\":\"cluster.membership_lapsed\"") == std::string::npos);
-  {
-    steady_publisher after({cluster.endpoint(1), cluster.endpoint(0)}, stream, 2 * per_phase + 1, per_phase,
-                           500);
-    INFO("after the return: " << after.failure());
-    REQUIRE(after.join(30s));
-    merge_acknowledged(acked, after.acknowledged());
-  }
+  publish_phase({cluster.endpoint(1), cluster.endpoint(0)}, stream, 2 * per_phase + 1, per_phase, acked,
+                "after the return");
   REQUIRE(acked.size() == static_cast<std::size_t>(total));
   for (const auto& [i, c] : acked) CHECK(epoch_of(c) == epoch_of(start));
   reader.join();
