@@ -278,7 +278,7 @@ status store::open(const std::string& dir, durability d, std::unique_ptr<store>*
     if (name == family_names[idempotency_cf]) {
       family.compaction_filter = db->expiry_.get();
       // Files no write touches are compacted (and so expired) daily too.
-      family.periodic_compaction_seconds = 24 * 60 * 60;
+      family.periodic_compaction_seconds = 86'400;  // a day
     }
     descriptors.emplace_back(name, family);
   }
