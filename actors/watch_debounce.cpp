@@ -159,8 +159,7 @@ void drop_waiting(self_ptr self, const std::string& error) {
   finish_if_flushed(self);
 }
 
-void flush_due(self_ptr self);
-void arm_timer(self_ptr self);
+void flush_when_due(self_ptr self);
 
 void on_published(self_ptr self, std::uint64_t id, bool again, bool maybe_stored, const std::string& error) {
   auto& st = self->state;
@@ -175,13 +174,7 @@ void on_published(self_ptr self, std::uint64_t id, bool again, bool maybe_stored
     send_front(self);
     // Lines held back while it was refused (flush_due) go out now, or at
     // their deadline.
-    if (!st.on_flushed && st.batcher.pending()) {
-      auto deadline = st.batcher.deadline();
-      if (deadline && *deadline <= clock::now())
-        flush_due(self);
-      else
-        arm_timer(self);
-    }
+    if (!st.on_flushed && st.batcher.pending()) flush_when_due(self);
     maybe_save(self);
     return finish_if_flushed(self);
   }
@@ -252,6 +245,13 @@ void flush_due(self_ptr self) {
   }
 }
 
+// Pending lines go out now when they are due, else at their deadline.
+void flush_when_due(self_ptr self) {
+  auto deadline = self->state.batcher.deadline();
+  if (deadline && *deadline <= clock::now()) return flush_due(self);
+  arm_timer(self);
+}
+
 void on_lines(self_ptr self, const watch_output_ptr& out) {
   auto& st = self->state;
   if (st.on_flushed) return;  // stopping: the watch no longer produces notices
@@ -277,11 +277,7 @@ void on_lines(self_ptr self, const watch_output_ptr& out) {
     st.on_flushed = actor_task{};
     return finish_if_flushed(self);
   }
-  if (st.batcher.pending()) {
-    auto deadline = st.batcher.deadline();
-    if (deadline && *deadline <= now) return flush_due(self);
-    return arm_timer(self);
-  }
+  if (st.batcher.pending()) return flush_when_due(self);
   maybe_save(self);
 }
 
