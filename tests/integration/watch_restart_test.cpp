@@ -5,6 +5,7 @@
 
 #include <catch2/catch.hpp>
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -12,6 +13,7 @@
 
 #include "client/http_client.hpp"
 #include "client/sse_client.hpp"
+#include "tests/support/bounded_poll.hpp"
 #include "tests/support/publishing.hpp"
 #include "tests/support/sse_reading.hpp"
 #include "tests/support/tidingsd_process.hpp"
@@ -94,6 +96,13 @@ TEST_CASE("after kill -9 a restored watch notifies pending changes exactly once"
   // Stopping `slow` flushes what it held since before the crash, once.
   client::sse_stream slow(ep, sse_target({"watch:slow"}, "0000000000000000:0"));
   await_hello(slow);
+  // `notes` having seen the sentinel says nothing of `slow`: wait until its
+  // filter has taken all four changes, or the stop flushes fewer.
+  REQUIRE(poll_until(20s, [&] {
+    for (const auto& w : list_watches(ep))
+      if (w["name"] == "slow") return w["events"].get<std::uint64_t>() >= 4;
+    return false;
+  }));
   CHECK(stop_watch(ep, "slow"));
   auto flushed = await_notices(slow, 1, 20s);
   REQUIRE(flushed.size() == 1);

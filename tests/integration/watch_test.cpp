@@ -4,6 +4,7 @@
 
 #include <catch2/catch.hpp>
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -11,6 +12,7 @@
 
 #include "client/http_client.hpp"
 #include "client/sse_client.hpp"
+#include "tests/support/bounded_poll.hpp"
 #include "tests/support/publishing.hpp"
 #include "tests/support/sse_reading.hpp"
 #include "tests/support/tidingsd_process.hpp"
@@ -357,6 +359,13 @@ TEST_CASE("replacing a watch's filter carries on from its last notice", "[watch]
   // Another URI is another source: the held lines go out, then a fresh start.
   start_watch_ok(ep, old_spec);
   publish_state(ep, "memo", "/notes", {{"a", 1}, {"b", 2}, {"c", 3}, {"d", 4}});
+  // Stored is not yet seen: the move flushes what the filter holds, so wait
+  // until it holds "d" (a slow, sanitized build lost this race).
+  REQUIRE(poll_until(20s, [&] {
+    for (const auto& w : list_watches(ep))
+      if (w["name"] == "rep") return w["events"].get<std::uint64_t>() >= 1;
+    return false;
+  }));
   auto moved = start_watch(ep, {{"name", "rep"}, {"uri", "stream://memo/elsewhere"}, {"debounce_ms", 0}});
   REQUIRE(moved.status == 200);
   auto flushed = await_notices(out, 1, 20s);
