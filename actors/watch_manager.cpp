@@ -637,10 +637,15 @@ void on_restore(self_ptr self) {
   auto& st = self->state;
   std::vector<persistence::watch_spec> specs;
   if (auto s = st.cfg.store->load_watches(&specs); !s.ok()) {
+    // Nothing will be restored: the list is as complete as it gets.
+    st.restored = true;
     logging::error("watch.restore_failed", {{"error", s.message()}});
     return;
   }
-  if (specs.empty()) return;
+  if (specs.empty()) {
+    st.restored = true;
+    return;
+  }
   auto summary = std::make_shared<restore_summary>();
   summary->pending = specs.size();
   for (auto& spec : specs) {
@@ -659,7 +664,10 @@ void on_restore(self_ptr self) {
         drop_spec(self, id);
       }
       logging::debug("watch.restored", {{"watch", id.name}, {"ok", !r.error}});
-      if (--summary->pending == 0) publish_restore_notices(self, summary);
+      if (--summary->pending == 0) {
+        self->state.restored = true;
+        publish_restore_notices(self, summary);
+      }
     };
     begin_start(self, job);
   }
@@ -738,7 +746,7 @@ watch_manager_actor::behavior_type watch_manager(
         std::vector<watch_spec_state> out;
         for (const auto& [id, entry] : self->state.watches)
           if (entry.state != "stopping") out.push_back({entry.spec, entry.state});
-        req->reply(std::move(out));
+        req->reply(std::move(out), self->state.restored);
       },
       [self](release_atom, const watch_release_request_ptr& req) { on_release(self, req); },
       [self](task_atom, const actor_task& task) {

@@ -59,6 +59,7 @@ struct watch_manager_state {
   // reply or its flush), so no start or stop can wait forever.
   std::map<caf::actor_addr, std::function<void(const caf::error&)>> on_child_down;
   bool shutting_down = false;
+  bool restored = false;  // every stored spec was started or listed as failed
 };
 
 watch_manager_actor::behavior_type watch_manager(

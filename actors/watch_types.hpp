@@ -130,8 +130,11 @@ struct watch_spec_state {
   persistence::watch_spec spec;
   std::string state;
 };
+// `restored`: the specs stored here have all been started (or listed as
+// failed) since the node started, so the list is complete; until then a
+// stored watch may still appear in it.
 struct watch_specs_request {
-  std::function<void(std::vector<watch_spec_state>)> reply;
+  std::function<void(std::vector<watch_spec_state>, bool restored)> reply;
 };
 using watch_specs_request_ptr = std::shared_ptr<watch_specs_request>;
 

@@ -375,7 +375,8 @@ caf::result<std::string> on_stats(self_ptr self) {
   auto relays = st.cfg.hubs->relay_count();
   auto id = st.table.self().id;
   std::uint64_t copies = 0;
-  for (const auto& [holder, list] : st.watch_copies) copies += list.size();
+  for (const auto& [holder, list] : st.watch_copies)
+    copies += static_cast<std::uint64_t>(list.watches_size());
   auto finish = [me, token, feeds = std::move(feeds), streams, relays, id, copies](proto::NodeStats s) {
     s.set_id(id);
     s.set_watch_copies(copies);

@@ -110,13 +110,14 @@ struct node_state {
 
   // Watch specs other members run, by member (node_moves.cpp), and ours as
   // last sent to which peers.
-  std::map<std::string, std::vector<proto::WatchStart>> watch_copies;
+  std::map<std::string, proto::WatchCopies> watch_copies;
   std::map<persistence::watch_id, bool> local_watches;  // -> running
   // Copies of lost members' watches not yet seen running anywhere (with the
   // member they came from), and those this node is starting now.
   std::map<persistence::watch_id, std::pair<std::string, proto::WatchStart>> orphans;
   std::set<persistence::watch_id> adopting;
-  std::set<persistence::watch_id> yielding;  // duplicates being stopped here
+  std::set<persistence::watch_id> yielding;   // duplicates being stopped here
+  std::set<persistence::watch_id> returning;  // being handed to the member placement puts them on
   std::string copies_sent;
   std::set<caf::actor_addr> copies_peers;
   std::string pins_sent;  // our Pins, as last sent to pins_peers
@@ -193,6 +194,9 @@ void on_peer_pins(node_actor* self, const std::string& bytes);
 void watches_lost_with(node_actor* self, const std::string& lost);
 // Starts the orphans this node owns now (and drops those running again).
 void adopt_orphans(node_actor* self);
+// Hands each watch this node runs to the member placement puts it on, once
+// that member is up and has restored its own (a join, a return).
+void return_watches(node_actor* self);
 // Draining: release every watch to its new owner and close every source,
 // then run `then`.
 void move_out(node_actor* self, std::function<void()> then);

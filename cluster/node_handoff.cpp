@@ -516,7 +516,10 @@ void rebalance_now(self_ptr self) {
 void on_rebalance(self_ptr self, std::uint64_t generation) {
   auto& st = self->state;
   if (generation != st.rebalance_generation) return;
-  if (!st.draining) return rebalance_now(self);
+  if (!st.draining) {
+    rebalance_now(self);
+    return return_watches(self);
+  }
   if (!st.drain_reply || st.moving_out) return;
   // Draining while members come and go (all of them may be leaving): ask
   // the owners as they are now; nothing left to hand over ends the wait.

@@ -96,7 +96,7 @@ void resolve_duplicates(self_ptr self) {
   for (const auto& [holder, list] : st.watch_copies) {
     auto m = st.table.find(holder);
     if (!m || m->draining || st.table.state(holder) != member_state::up) continue;
-    for (const auto& w : list) {
+    for (const auto& w : list.watches()) {
       persistence::watch_id id{w.tenant(), w.name()};
       auto mine = st.local_watches.find(id);
       if (mine == st.local_watches.end() || st.yielding.contains(id) || !w.running()) continue;
@@ -116,7 +116,7 @@ void resolve_duplicates(self_ptr self) {
 bool running_somewhere(const node_state& st, const persistence::watch_id& id) {
   if (auto mine = st.local_watches.find(id); mine != st.local_watches.end() && mine->second) return true;
   for (const auto& [holder, list] : st.watch_copies)
-    for (const auto& w : list)
+    for (const auto& w : list.watches())
       if (w.running() && w.tenant() == id.tenant && w.name() == id.name) return true;
   return false;
 }
@@ -125,7 +125,7 @@ bool running_somewhere(const node_state& st, const persistence::watch_id& id) {
 // runs it; `done` runs in the node either way. A failed hand-over keeps it
 // stored and listed here as "moving", in the copies the others keep.
 void hand_over(self_ptr self, const caf::actor& target, const std::string& owner,
-               const std::shared_ptr<proto::WatchStart>& moved, const std::function<void()>& done) {
+               const std::shared_ptr<proto::WatchStart>& moved, const std::function<void(bool)>& done) {
   persistence::watch_id id{moved->tenant(), moved->name()};
   self->request(target, adopt_timeout, wstart_here_atom::value, moved->SerializeAsString())
       .then(
@@ -134,19 +134,50 @@ void hand_over(self_ptr self, const caf::actor& target, const std::string& owner
             if (!parse(bytes, &r) || !r.ok()) {
               logging::error("cluster.watch_move_failed",
                              {{"watch", id.name}, {"to", owner}, {"error", r.error()}});
-              return done();
+              return done(false);
             }
             logging::info("cluster.watch_moved", {{"watch", id.name}, {"to", owner}});
             stop_here(self, id, [self, done] {
               sync_watch_copies(self);
-              done();
+              done(true);
             });
           },
           [self, id, owner, done](caf::error& err) {
             logging::error("cluster.watch_move_failed",
                            {{"watch", id.name}, {"to", owner}, {"error", self->system().render(err)}});
-            done();
+            done(false);
           });
+}
+
+// Releases a watch this node runs (pending notices out, position read) and
+// hands it to `owner`. `done` runs in the node either way, with what was
+// handed when the hand-over failed (null when it succeeded or nothing was
+// released).
+void release_to(self_ptr self, const persistence::watch_id& id, const std::string& owner,
+                const caf::actor& target,
+                const std::function<void(const std::shared_ptr<proto::WatchStart>&)>& done) {
+  auto release = std::make_shared<actors::watch_release_request>();
+  release->id = id;
+  auto moved = std::make_shared<proto::WatchStart>();
+  auto released = in_node(self, [self, target, owner, moved, done] {
+    if (moved->name().empty()) return done(nullptr);  // not released (busy, gone)
+    hand_over(self, target, owner, moved, [moved, done](bool ok) { done(ok ? nullptr : moved); });
+  });
+  release->reply = [moved, released, name = id.name](
+                       const std::optional<actors::watch_error>& error,
+                       const std::optional<persistence::watch_spec>& spec,
+                       const std::optional<persistence::watch_progress>& progress) {
+    if (error || !spec) {
+      logging::warn("cluster.watch_not_moved", {{"watch", name}, {"why", error ? error->message : "gone"}});
+    } else {
+      *moved = to_proto(*spec);
+      moved->set_adopt(true);
+      if (progress) *moved->mutable_progress() = to_proto(*progress);
+    }
+    released.run();
+  };
+  self->send(self->state.cfg.watches, actors::release_atom::value,
+             actors::watch_release_request_ptr(std::move(release)));
 }
 
 // Sends `bytes` (this node's copies or pins) to every up peer unless each
@@ -196,9 +227,11 @@ void sync_watch_copies(self_ptr self) {
   if (!st.cfg.watches) return;
   auto req = std::make_shared<actors::watch_specs_request>();
   caf::actor me = caf::actor_cast<caf::actor>(self);
-  req->reply = [me, id = st.table.self().id](const std::vector<actors::watch_spec_state>& specs) {
+  req->reply = [me, id = st.table.self().id](const std::vector<actors::watch_spec_state>& specs,
+                                             bool restored) {
     proto::WatchCopies copies;
     copies.set_holder(id);
+    copies.set_restored(restored);
     for (const auto& s : specs) {
       auto* w = copies.add_watches();
       *w = to_proto(s.spec);
@@ -224,9 +257,10 @@ void on_peer_copies(self_ptr self, const std::string& bytes) {
   auto& st = self->state;
   proto::WatchCopies copies;
   if (!parse(bytes, &copies) || copies.holder().empty() || copies.holder() == st.table.self().id) return;
-  auto& list = st.watch_copies[copies.holder()];
-  list.assign(copies.watches().begin(), copies.watches().end());
+  auto holder = copies.holder();
+  st.watch_copies[holder] = std::move(copies);
   resolve_duplicates(self);
+  return_watches(self);
 }
 
 void watches_lost_with(self_ptr self, const std::string& lost) {
@@ -235,7 +269,7 @@ void watches_lost_with(self_ptr self, const std::string& lost) {
   if (it == st.watch_copies.end()) return;
   // A drained member's copy may still list what it handed over: those run
   // on their new owners already and are dropped once seen there.
-  for (auto& w : it->second) {
+  for (auto& w : *it->second.mutable_watches()) {
     persistence::watch_id id{w.tenant(), w.name()};  // before `w` is moved from
     st.orphans[id] = {lost, std::move(w)};
   }
@@ -260,6 +294,57 @@ void adopt_orphans(self_ptr self) {
       start_adopted(self, it->second.second, "its node was lost");
     }
     ++it;
+  }
+}
+
+namespace {
+
+// Whether `owner` is a member a watch can be handed to now, and has said
+// what it runs since it restored its own store (so a watch it restores
+// itself is settled as a duplicate instead).
+bool ready_to_take(const node_state& st, const std::string& owner, const persistence::watch_id& id) {
+  auto m = st.table.find(owner);
+  if (!m || m->draining || st.table.state(owner) != member_state::up || !st.handles.contains(owner))
+    return false;
+  auto copies = st.watch_copies.find(owner);
+  if (copies == st.watch_copies.end() || !copies->second.restored()) return false;
+  for (const auto& w : copies->second.watches())
+    if (w.tenant() == id.tenant && w.name() == id.name) return false;
+  return true;
+}
+
+// A failed return is not tried again at once: the owner may refuse every
+// time, and each try pauses the watch.
+constexpr auto return_pause = std::chrono::seconds(30);
+
+}  // namespace
+
+void return_watches(self_ptr self) {
+  auto& st = self->state;
+  if (st.draining || !st.cfg.watches) return;
+  auto live = st.cfg.view->current()->live;
+  const auto& me = st.table.self().id;
+  for (const auto& [listed, running] : st.local_watches) {
+    const persistence::watch_id id = listed;  // (a lambda below keeps it)
+    if (!running || st.yielding.contains(id) || st.returning.contains(id) || st.adopting.contains(id))
+      continue;
+    // Placement ignoring pins: this node's own pin would keep it here.
+    auto owner = core::owner_of(live, id.tenant, placement_key(id.name));
+    if (owner.empty() || owner == me || !ready_to_take(st, owner, id)) continue;
+    st.returning.insert(id);
+    logging::info("cluster.watch_returning", {{"watch", id.name}, {"to", owner}});
+    release_to(self, id, owner, st.handles.at(owner),
+               [self, id](const std::shared_ptr<proto::WatchStart>& kept) {
+                 if (!kept) {
+                   self->state.returning.erase(id);
+                   return sync_watch_copies(self);
+                 }
+                 // Released but not taken: it runs here again, from the
+                 // position its release stored.
+                 start_adopted(self, *kept, "its return failed");
+                 self->delayed_send(self, return_pause, actors::task_atom::value,
+                                    actors::actor_task{[self, id] { self->state.returning.erase(id); }});
+               });
   }
 }
 
@@ -307,34 +392,12 @@ void move_out(self_ptr self, std::function<void()> then) {
         continue;
       }
       ++g->left;
-      auto release = std::make_shared<actors::watch_release_request>();
-      release->id = spec.id;
-      auto handle = target->second;
-      auto moved = std::make_shared<proto::WatchStart>();
-      auto released = in_node(self, [self, g, handle, owner, moved] {
-        if (moved->name().empty()) return g->done();  // not released (busy, gone)
-        hand_over(self, handle, owner, moved, [g] { g->done(); });
-      });
-      release->reply = [moved, released, name = spec.id.name](
-                           const std::optional<actors::watch_error>& error,
-                           const std::optional<persistence::watch_spec>& spec,
-                           const std::optional<persistence::watch_progress>& progress) {
-        if (error || !spec) {
-          logging::warn("cluster.watch_not_moved",
-                        {{"watch", name}, {"why", error ? error->message : "gone"}});
-        } else {
-          *moved = to_proto(*spec);
-          moved->set_adopt(true);
-          if (progress) *moved->mutable_progress() = to_proto(*progress);
-        }
-        released.run();
-      };
-      self->send(st.cfg.watches, actors::release_atom::value,
-                 actors::watch_release_request_ptr(std::move(release)));
+      release_to(self, spec.id, owner, target->second,
+                 [g](const std::shared_ptr<proto::WatchStart>&) { g->done(); });
     }
     g->done();
   });
-  req->reply = [listed, next](std::vector<actors::watch_spec_state> specs) {
+  req->reply = [listed, next](std::vector<actors::watch_spec_state> specs, bool) {
     *listed = std::move(specs);
     next.run();
   };
