@@ -60,7 +60,7 @@ struct hub_config {
   // Replication: spawns this hub's log shipper (unset: none), this node's
   // member id, and how long a write may wait for its followers before its
   // publisher is told to retry.
-  std::function<std::optional<replicator_actor>(hub_actor)> replicator;
+  std::function<std::optional<replicator_actor>(replication_sink_actor)> replicator;
   std::string node_id;
   std::chrono::milliseconds replication_timeout{5000};
   // How long the hub of a stream that does not exist waits for a first

@@ -1,6 +1,8 @@
 #pragma once
 
-// Typed interface of the hub: one actor per owned stream (DESIGN.md "Actors").
+// Typed interfaces of a stream's actors: what readers and writers see of
+// any stream, and what the hub of a stream this node owns adds for the
+// cluster and for itself.
 
 #include <caf/all.hpp>
 
@@ -22,35 +24,41 @@ using stall_atom = caf::atom_constant<caf::atom("stall")>;
 using idle_atom = caf::atom_constant<caf::atom("idle")>;
 using hold_atom = caf::atom_constant<caf::atom("hold")>;
 
-using hub_actor = caf::typed_actor<
-    // Assign seqs, persist through the group committer, reply when durable.
+// What every reader and writer of a stream holds, whether this node owns
+// the stream (its hub) or relays it from the member that does
+// (cluster/relay_actor): sessions, watches, sources and the registry see
+// only this.
+using stream_actor = caf::typed_actor<
+    // Assign seqs, persist through the group committer, reply when durable
+    // (a relay forwards it to the owner).
     caf::reacts_to<publish_atom, publish_request_ptr>,
     // Read after a cursor (ring, then store); on catching up, register the sink.
     caf::reacts_to<fetch_atom, fetch_request_ptr>,
     // One subscription of this sink ended.
     caf::reacts_to<unsub_atom, fanout_sink_ptr>,
-    // The group committer finished write number `token` (error text if it failed).
-    caf::reacts_to<committed_atom, std::uint64_t, std::string>,
-    // Age retention: drop events older than the stream's max age.
-    caf::reacts_to<trim_atom>,
     // The stream's owner changed (cluster): tell the sinks, hand later
     // publishes and fetches to the registry's new hub or relay, then stop.
-    caf::reacts_to<moved_atom>,
-    // Cluster: what the stream's previous holder handed over (null: nothing;
-    // the hub goes on with its own store). A hub spawned with
-    // await_handoff holds publishes and fetches until this arrives.
+    caf::reacts_to<moved_atom>>;
+
+// What the cluster's handoff tells the hub of a stream this node is to
+// lead (cluster/node_handoff.cpp).
+using hub_handoff_actor = caf::typed_actor<
+    // What the stream's previous holder handed over (null: nothing; the
+    // hub goes on with its own store). A hub spawned with await_handoff
+    // holds publishes and fetches until this arrives.
     caf::reacts_to<adopt_atom, stream_handoff_ptr>,
-    // The handed-over log is durable here (error text if not).
-    caf::reacts_to<adopted_atom, std::string>,
-    // Cluster: no member can serve this stream's log yet, and why (ADR
-    // 0021: no in-sync replica is alive). Until adopt_atom, publishes are
-    // refused with this reason; reads wait.
+    // No member can serve this stream's log yet, and why (ADR 0021: no
+    // in-sync replica is alive). Until adopt_atom, publishes are refused
+    // with this reason; reads wait.
     caf::reacts_to<hold_atom, std::string>,
     // Answers once no write is in flight (a moved hub, before its log is
     // handed over).
-    caf::replies_to<quiesce_atom>::with<bool>,
-    // Replication (ADR 0017), from the hub's log shipper: the write quorum
-    // holds the log up to this seq.
+    caf::replies_to<quiesce_atom>::with<bool>>;
+
+// What the hub's log shipper (ADR 0017) and the node tell a hub whose log
+// is replicated.
+using replication_sink_actor = caf::typed_actor<
+    // The write quorum holds the log up to this seq.
     caf::reacts_to<replicated_atom, std::uint64_t>,
     // A newer term of this stream was written by `member`: this hub is
     // stale; it answers nothing more and the registry replaces it.
@@ -64,7 +72,17 @@ using hub_actor = caf::typed_actor<
     // fencing it; until then a cursor past the head may be a newer term's.
     caf::reacts_to<confirmed_atom, bool>,
     // A member holds a log of this stream written in `term` (its own).
-    caf::reacts_to<check_term_atom, std::uint64_t, std::string>,
+    caf::reacts_to<check_term_atom, std::uint64_t, std::string>>;
+
+// The hub: one actor per stream this node owns (DESIGN.md "Actors"). The
+// rest of its interface is what it sends itself.
+using hub_actor = stream_actor::extend_with<hub_handoff_actor, replication_sink_actor>::extend<
+    // The group committer finished write number `token` (error text if it failed).
+    caf::reacts_to<committed_atom, std::uint64_t, std::string>,
+    // Age retention: drop events older than the stream's max age.
+    caf::reacts_to<trim_atom>,
+    // The handed-over log is durable here (error text if not).
+    caf::reacts_to<adopted_atom, std::string>,
     // Writes that waited too long for their followers: their publishers are
     // told to retry (the writes stay, and complete if confirmed later).
     caf::reacts_to<stall_atom>,

@@ -58,18 +58,24 @@ void hub_registry::unpin(const stream_key& key) {
   if (auto it = hubs_.find(key); r && it != hubs_.end() && it->second.owner != r->owner(key)) drop_locked(it);
 }
 
-hub_actor hub_registry::get(const stream_key& key) {
+stream_actor hub_registry::get(const stream_key& key) {
   std::lock_guard lock(mutex_);
   return get_locked(key);
 }
 
-bool hub_registry::is_current(const stream_key& key, const hub_actor& hub) const {
+bool hub_registry::is_current(const stream_key& key, const caf::actor_addr& hub) const {
   std::lock_guard lock(mutex_);
   auto it = hubs_.find(key);
-  return it != hubs_.end() && it->second.owner.empty() && it->second.actor == hub;
+  return it != hubs_.end() && it->second.hub && it->second.hub.address() == hub;
 }
 
-hub_actor hub_registry::get_locked(const stream_key& key) {
+hub_actor hub_registry::own_hub(const stream_key& key) {
+  std::lock_guard lock(mutex_);
+  get_locked(key);
+  return hubs_.at(key).hub;
+}
+
+stream_actor hub_registry::get_locked(const stream_key& key) {
   auto owner = router() && !pinned_locked(key) ? router()->owner(key) : std::string{};
   auto it = hubs_.find(key);
   if (it != hubs_.end()) {
@@ -79,7 +85,7 @@ hub_actor hub_registry::get_locked(const stream_key& key) {
   }
   if (!owner.empty()) {
     auto relay = router()->spawn_relay(key, owner);
-    hubs_.emplace(key, entry{relay, owner, nullptr});
+    hubs_.emplace(key, entry{relay, owner, {}, nullptr});
     return relay;
   }
   return spawn_locked(key, false);
@@ -170,7 +176,7 @@ void hub_registry::drop_locked(std::map<stream_key, entry>::iterator it, bool mo
   if (retired_.size() >= 1024)
     std::erase_if(retired_, [](const caf::actor_addr& a) { return !caf::actor_cast<caf::actor>(a); });
   retired_.push_back(it->second.actor.address());
-  if (it->second.owner.empty() && moving) moved_[it->first] = it->second.actor;
+  if (it->second.hub && moving) moved_[it->first] = it->second.hub;
   if (it->second.unknown && it->second.unknown->exchange(false)) uncount_locked(it->first.tenant);
   hubs_.erase(it);
 }
@@ -211,25 +217,27 @@ hub_actor hub_registry::spawn_locked(const stream_key& key, bool unknown) {
   // logs outlive the node that wrote them (issue 26). The watch's or
   // source's own position stays with that node's store (ADR 0016).
   if (r && core::readable_stream_name(key.name)) {
-    cfg.replicator = [r, key](hub_actor hub) { return r->spawn_replicator(key, std::move(hub)); };
+    cfg.replicator = [r, key](replication_sink_actor hub) {
+      return r->spawn_replicator(key, std::move(hub));
+    };
     cfg.node_id = r->self_id();
   }
   // Spawning under the lock is cheap (no I/O until the actor runs) and keeps
   // two threads from creating two hubs for one stream.
   bool pull = cfg.await_handoff;
   auto h = sys_.spawn(hub, std::move(cfg));
-  hubs_.emplace(key, entry{h, {}, std::move(counted)});
+  hubs_.emplace(key, entry{h, {}, h, std::move(counted)});
   moved_.erase(key);
   if (pull) r->pull(key, h);
   return h;
 }
 
-std::vector<hub_actor> hub_registry::all() const {
+std::vector<stream_actor> hub_registry::all() const {
   std::lock_guard lock(mutex_);
-  std::vector<hub_actor> out;
+  std::vector<stream_actor> out;
   for (auto& [k, e] : hubs_) out.push_back(e.actor);
   for (auto& a : retired_)
-    if (auto h = caf::actor_cast<hub_actor>(a)) out.push_back(h);
+    if (auto h = caf::actor_cast<stream_actor>(a)) out.push_back(h);
   return out;
 }
 
@@ -257,7 +265,7 @@ std::optional<hub_actor> hub_registry::moved_hub(const stream_key& key) const {
 void hub_registry::replace(const stream_key& key, const hub_actor& stale, const std::string& member) {
   if (auto* r = router()) r->fenced(key, member);
   std::lock_guard lock(mutex_);
-  if (auto it = hubs_.find(key); it != hubs_.end() && it->second.actor == stale) {
+  if (auto it = hubs_.find(key); it != hubs_.end() && it->second.hub && it->second.hub == stale) {
     drop_locked(it);
     moved_.erase(key);  // a fenced log is no one's to take
   }
@@ -272,7 +280,7 @@ std::vector<std::pair<stream_key, hub_actor>> hub_registry::owned_hubs() const {
   std::lock_guard lock(mutex_);
   std::vector<std::pair<stream_key, hub_actor>> out;
   for (auto& [k, e] : hubs_)
-    if (e.owner.empty()) out.emplace_back(k, e.actor);
+    if (e.hub) out.emplace_back(k, e.hub);
   return out;
 }
 

@@ -37,10 +37,12 @@ class hub_registry {
   // The stream's hub, spawned on first use (for a publish or a subscriber;
   // the stream itself is created by its first publish). In a cluster, for a
   // stream owned elsewhere, its relay.
-  hub_actor get(const stream_key& key);
+  stream_actor get(const stream_key& key);
   // Whether `hub` is the registry's hub of `key` now (a pull or claim made
   // for a hub the registry has since dropped is moot).
-  bool is_current(const stream_key& key, const hub_actor& hub) const;
+  bool is_current(const stream_key& key, const caf::actor_addr& hub) const;
+  // get(), and the hub it is when this node owns the stream (null: a relay).
+  hub_actor own_hub(const stream_key& key);
 
   // Set once, before any get(), when the node is part of a cluster.
   void set_router(hub_router* router) { router_.store(router); }
@@ -100,7 +102,7 @@ class hub_registry {
 
   // Every hub and relay still running (for shutdown), moved ones included:
   // they linger a minute to forward late requests.
-  std::vector<hub_actor> all() const;
+  std::vector<stream_actor> all() const;
 
  private:
   caf::actor_system& sys_;
@@ -108,8 +110,9 @@ class hub_registry {
   persistence::group_committer& committer_;
   hub_defaults defaults_;
   struct entry {
-    hub_actor actor;
+    stream_actor actor;
     std::string owner;  // "": this node's own hub; else the relay's owner
+    hub_actor hub;      // `actor` as the hub it is when owner is ""; null for a relay
     // Set while the hub's stream does not exist yet (counted in unknown_);
     // whoever clears it first (creation or a move) uncounts it.
     std::shared_ptr<std::atomic<bool>> unknown;
@@ -121,7 +124,7 @@ class hub_registry {
   hub_actor spawn_locked(const stream_key& key, bool unknown);
   void uncount_locked(const std::string& tenant);
   // The right actor for `key` now (a relay or the hub), under the lock.
-  hub_actor get_locked(const stream_key& key);
+  stream_actor get_locked(const stream_key& key);
 
   // Set while the node starts; read from any thread.
   std::atomic<hub_router*> router_{nullptr};

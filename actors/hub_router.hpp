@@ -30,11 +30,12 @@ class hub_router {
   // The stream's owner was lost and this node holds it now (its old cursors
   // get `owner_changed`).
   virtual bool taken_over(const stream_key& key) = 0;
-  // A relay serving `key` from `owner`: the same interface as a hub.
-  virtual hub_actor spawn_relay(const stream_key& key, const std::string& owner) = 0;
+  // A relay serving `key` from `owner`: what readers and writers see of a
+  // hub.
+  virtual stream_actor spawn_relay(const stream_key& key, const std::string& owner) = 0;
   // A hub was just spawned for a stream this node owns: find out whether
   // another node holds its log and send the hub (adopt_atom, log or null).
-  virtual void pull(const stream_key& key, hub_actor hub) = 0;
+  virtual void pull(const stream_key& key, hub_handoff_actor hub) = 0;
   // A source feeding `stream` runs on the stream's owner (one upstream
   // subscription in the whole cluster): when that is another member,
   // subscribe there, answer `req` (from any thread) and return true.
@@ -44,7 +45,8 @@ class hub_router {
   virtual std::string self_id() = 0;
   // Replication (ADR 0017): the log shipper of a hub this node just
   // spawned for a stream it owns; nullopt when logs are not replicated.
-  virtual std::optional<replicator_actor> spawn_replicator(const stream_key& key, hub_actor hub) = 0;
+  virtual std::optional<replicator_actor> spawn_replicator(const stream_key& key,
+                                                           replication_sink_actor hub) = 0;
   // Whether `key` is led by an agreed record (ADR 0021): its hub claims
   // before it serves, wherever the stream is pinned.
   virtual bool has_record(const stream_key& key) const = 0;

@@ -41,7 +41,7 @@ struct watch_debounce_config {
   core::debounce_policy policy;
   // The hub of watch:<name> now, asked at every send: in a cluster a
   // fenced hub is replaced by one that takes the log over.
-  std::function<hub_actor()> notices;
+  std::function<stream_actor()> notices;
   // Stores a position written without a notice (the group committer's
   // submit; a test's stand-in).
   std::function<void(persistence::write_set, persistence::group_committer::callback)> save;

@@ -314,7 +314,7 @@ void on_fetched(self_ptr self, std::uint64_t generation, const fetch_reply_ptr& 
   if (reply->status == fetch_status::resync) return on_resync(self, reply->reason);
   if (reply->registered) {
     // A hub that moved handed the fetch on: unsubscribe where it registered.
-    st.hub = caf::actor_cast<hub_actor>(reply->registered_at);
+    st.hub = caf::actor_cast<stream_actor>(reply->registered_at);
     *st.registered = {st.hub, st.feed};
   }
   if (!reply->frames.empty()) process(self, reply->epoch, reply->frames);

@@ -50,12 +50,12 @@ struct watch_filter_state {
   bool reset = true;
 
   core::cursor cursor;  // the last event processed (epoch 0: stream not created yet)
-  hub_actor hub;
+  stream_actor hub;
   std::shared_ptr<watch_feed> feed;
   // The hub and feed to unsubscribe when the actor ends, shared with a
   // functor that outlives this state.
-  std::shared_ptr<std::pair<hub_actor, fanout_sink_ptr>> registered =
-      std::make_shared<std::pair<hub_actor, fanout_sink_ptr>>();
+  std::shared_ptr<std::pair<stream_actor, fanout_sink_ptr>> registered =
+      std::make_shared<std::pair<stream_actor, fanout_sink_ptr>>();
   std::uint64_t feed_generation = 0;
   bool live = false;
 };

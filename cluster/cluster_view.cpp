@@ -28,7 +28,7 @@ void cluster_view::set_node(caf::actor node) {
   node_ = std::move(node);
 }
 
-void cluster_view::pull(const actors::stream_key& key, actors::hub_actor hub) {
+void cluster_view::pull(const actors::stream_key& key, actors::hub_handoff_actor hub) {
   caf::actor node;
   {
     std::lock_guard lock(mutex_);
@@ -203,7 +203,7 @@ replication_settings cluster_view::replication() const {
 }
 
 std::optional<actors::replicator_actor> cluster_view::spawn_replicator(const actors::stream_key& key,
-                                                                       actors::hub_actor hub) {
+                                                                       actors::replication_sink_actor hub) {
   auto settings = replication();
   if (settings.factor < 2 || !store_) return std::nullopt;
   shipper_config cfg;
@@ -282,7 +282,7 @@ bool cluster_view::taken_over(const actors::stream_key& key) {
   return std::find(m->lost.begin(), m->lost.end(), before) != m->lost.end();
 }
 
-actors::hub_actor cluster_view::spawn_relay(const actors::stream_key& key, const std::string& owner) {
+actors::stream_actor cluster_view::spawn_relay(const actors::stream_key& key, const std::string& owner) {
   auto m = current();
   relay_config cfg;
   cfg.stream = key;

@@ -129,8 +129,8 @@ class cluster_view final : public actors::hub_router {
   std::string owner(const actors::stream_key& key) override;
   std::string self_id() override { return current()->self_id; }
   bool taken_over(const actors::stream_key& key) override;
-  actors::hub_actor spawn_relay(const actors::stream_key& key, const std::string& owner) override;
-  void pull(const actors::stream_key& key, actors::hub_actor hub) override;
+  actors::stream_actor spawn_relay(const actors::stream_key& key, const std::string& owner) override;
+  void pull(const actors::stream_key& key, actors::hub_handoff_actor hub) override;
   bool subscribe_elsewhere(const std::string& tenant, const std::string& stream,
                            const actors::source_subscribe_request_ptr& req) override;
   std::optional<actors::stream_tail> read_tail(const actors::stream_key& key, std::size_t max,
@@ -164,7 +164,7 @@ class cluster_view final : public actors::hub_router {
   bool has_record(const actors::stream_key& key) const override;
   replication_settings replication() const;
   std::optional<actors::replicator_actor> spawn_replicator(const actors::stream_key& key,
-                                                           actors::hub_actor hub) override;
+                                                           actors::replication_sink_actor hub) override;
   void fenced(const actors::stream_key& key, const std::string& member) override;
   // The member a fenced hub's successor pulls from (once), "" if none.
   std::string take_fence_hint(const actors::stream_key& key);

@@ -46,7 +46,7 @@ void remote_feed::moved(actors::stream_key stream, caf::actor_addr) {
 
 void one_fetch::fetched(actors::stream_key stream, actors::fetch_reply reply) {
   if (reply.registered)
-    caf::anon_send(caf::actor_cast<actors::hub_actor>(reply.registered_at), actors::unsub_atom::value,
+    caf::anon_send(caf::actor_cast<actors::stream_actor>(reply.registered_at), actors::unsub_atom::value,
                    actors::fanout_sink_ptr(shared_from_this()));
   caf::anon_send(node_, done_atom::value, token_, page_of(stream, reply).SerializeAsString());
 }

@@ -61,7 +61,7 @@ using shipper_actor = actors::replicator_actor::extend<
 
 struct shipper_config {
   actors::stream_key stream;
-  actors::hub_actor hub;
+  actors::replication_sink_actor hub;
   persistence::store* store = nullptr;
   cluster_view* view = nullptr;
   std::size_t replication_factor = 2;

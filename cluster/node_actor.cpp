@@ -548,11 +548,13 @@ caf::behavior node(node_actor* self, node_config cfg) {
         return on_force(self, {tenant, stream}, accept_loss);
       },
       [self](done_atom, std::uint64_t token, const std::string& bytes) { on_done(self, token, bytes); },
-      [self](pull_atom, const std::string& tenant, const std::string& stream, const actors::hub_actor& hub) {
+      [self](pull_atom, const std::string& tenant, const std::string& stream,
+             const actors::hub_handoff_actor& hub) {
         on_pull(self, {tenant, stream}, hub);
       },
       [self](retry_atom, std::uint64_t token) { on_pull_retry(self, token); },
-      [self](retry_atom, const std::string& tenant, const std::string& stream, const actors::hub_actor& hub) {
+      [self](retry_atom, const std::string& tenant, const std::string& stream,
+             const actors::hub_handoff_actor& hub) {
         on_claim_retry(self, {tenant, stream}, hub);
       },
       [self](take_atom, const std::string& bytes) { return on_take(self, bytes); },
@@ -563,9 +565,9 @@ caf::behavior node(node_actor* self, node_config cfg) {
         // The hub pulls the log when it is new; one that runs already
         // checks it is not older than the sender's (ADR 0017).
         auto& st = self->state;
-        auto hub = st.cfg.hubs->get({tenant, stream});
+        auto hub = st.cfg.hubs->own_hub({tenant, stream});  // null: relayed from its owner
         if (auto it = st.ids.find(caf::actor_cast<caf::actor_addr>(self->current_sender()));
-            it != st.ids.end())
+            hub && it != st.ids.end())
           caf::anon_send(hub, actors::check_term_atom::value, term, it->second);
       },
       [self](replicate_atom, const std::string& bytes) { return on_replicate(self, bytes); },

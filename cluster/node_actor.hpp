@@ -78,7 +78,7 @@ struct node_state {
   // Pulls of a stream's log from its previous holder, by token (node_handoff.cpp).
   struct pull_job {
     actors::stream_key stream;
-    actors::hub_actor hub;
+    actors::hub_handoff_actor hub;
     caf::actor holder;
     std::string holder_id;
     std::chrono::steady_clock::time_point give_up_at;
@@ -147,11 +147,11 @@ using node_actor = caf::stateful_actor<node_state>;
 caf::behavior node(node_actor* self, node_config cfg);
 
 // node_handoff.cpp: moving streams' logs between nodes.
-void on_pull(node_actor* self, const actors::stream_key& key, const actors::hub_actor& hub);
+void on_pull(node_actor* self, const actors::stream_key& key, const actors::hub_handoff_actor& hub);
 void on_pull_retry(node_actor* self, std::uint64_t token);
 // A claim that waited (no leader could be had): asked again while this
 // node still owns the stream.
-void on_claim_retry(node_actor* self, const actors::stream_key& key, const actors::hub_actor& hub);
+void on_claim_retry(node_actor* self, const actors::stream_key& key, const actors::hub_handoff_actor& hub);
 caf::result<std::string> on_take(node_actor* self, const std::string& bytes);
 std::string read_chunk(node_actor* self, const actors::stream_key& key, std::uint64_t after_seq,
                        std::size_t max);

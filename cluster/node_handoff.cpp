@@ -27,7 +27,7 @@ constexpr auto retry_for = std::chrono::seconds(10);
 constexpr auto retry_every = std::chrono::milliseconds(100);
 constexpr auto drain_for = std::chrono::seconds(15);
 
-void claim_later(self_ptr self, const actors::stream_key& key, const actors::hub_actor& hub,
+void claim_later(self_ptr self, const actors::stream_key& key, const actors::hub_handoff_actor& hub,
                  const std::string& why);
 void succeed_then_adopt(self_ptr self, const std::shared_ptr<node_state::pull_job>& job,
                         std::shared_ptr<actors::stream_handoff> log);
@@ -219,7 +219,8 @@ namespace {
 // when none answers, this node's own log is kept, but a follower's copy
 // that cannot be shown whole is dropped for a new epoch (`fresh`).
 // A pull of `key`'s log from `holder_id` for `hub`, with the time it may take.
-std::shared_ptr<node_state::pull_job> start_pull(const actors::stream_key& key, const actors::hub_actor& hub,
+std::shared_ptr<node_state::pull_job> start_pull(const actors::stream_key& key,
+                                                 const actors::hub_handoff_actor& hub,
                                                  const std::string& holder_id) {
   auto job = std::make_shared<node_state::pull_job>();
   job->stream = key;
@@ -236,10 +237,10 @@ void run_pull(self_ptr self, std::shared_ptr<node_state::pull_job> job) {
   ask_holder(self, token, 0);
 }
 
-void claim(self_ptr self, const actors::stream_key& key, const actors::hub_actor& hub,
+void claim(self_ptr self, const actors::stream_key& key, const actors::hub_handoff_actor& hub,
            const copy_status& copy);
 
-void pull_with(self_ptr self, const actors::stream_key& key, const actors::hub_actor& hub,
+void pull_with(self_ptr self, const actors::stream_key& key, const actors::hub_handoff_actor& hub,
                const copy_status& copy) {
   auto& st = self->state;
   if (st.cfg.view->has_record(key)) return claim(self, key, hub, copy);
@@ -274,7 +275,7 @@ void pull_with(self_ptr self, const actors::stream_key& key, const actors::hub_a
 // or it is elected from the ISR: its copy holds everything acknowledged),
 // pulls the log from the member that has it, or holds: with no in-sync
 // replica alive, nothing is served as if it were whole.
-void claim(self_ptr self, const actors::stream_key& key, const actors::hub_actor& hub,
+void claim(self_ptr self, const actors::stream_key& key, const actors::hub_handoff_actor& hub,
            const copy_status& copy) {
   auto& st = self->state;
   auto m = st.cfg.view->current();
@@ -320,7 +321,7 @@ void claim(self_ptr self, const actors::stream_key& key, const actors::hub_actor
 }
 
 // Publishes are refused meanwhile, with the reason; sessions wait.
-void claim_later(self_ptr self, const actors::stream_key& key, const actors::hub_actor& hub,
+void claim_later(self_ptr self, const actors::stream_key& key, const actors::hub_handoff_actor& hub,
                  const std::string& why) {
   logging::debug("cluster.claim_waits", {{"stream", key.name}, {"reason", why}});
   caf::anon_send(hub, actors::hold_atom::value, "the stream has no leader yet: " + why + "; retry");
@@ -335,7 +336,7 @@ void succeed_then_adopt(self_ptr self, const std::shared_ptr<node_state::pull_jo
   // The hub the log was pulled for was replaced meanwhile (the stream moved
   // away and back): taking the record for it would name a leader that
   // stores nothing. The current hub makes its own claim.
-  if (!st.cfg.hubs->is_current(job->stream, job->hub)) return;
+  if (!st.cfg.hubs->is_current(job->stream, job->hub.address())) return;
   auto ask = std::make_shared<record_request>();
   ask->what = record_request::kind::succeed;
   ask->stream = job->stream;
@@ -368,20 +369,20 @@ void succeed_then_adopt(self_ptr self, const std::shared_ptr<node_state::pull_jo
 
 }  // namespace
 
-void on_pull(self_ptr self, const actors::stream_key& key, const actors::hub_actor& hub) {
+void on_pull(self_ptr self, const actors::stream_key& key, const actors::hub_handoff_actor& hub) {
   // Whatever follower ran here for this stream stops writing first: the hub
   // reads the store once it has the answer.
   with_copy_stopped(self, key,
                     [self, key, hub](const copy_status& copy) { pull_with(self, key, hub, copy); });
 }
 
-void on_claim_retry(self_ptr self, const actors::stream_key& key, const actors::hub_actor& hub) {
+void on_claim_retry(self_ptr self, const actors::stream_key& key, const actors::hub_handoff_actor& hub) {
   // A stream this node no longer owns, or whose hub the registry replaced:
   // that hub was moved, and what it held went to the new route. A stream
   // pinned here stays here whatever placement says (a watch or source
   // writes it): its hub goes on claiming.
   auto& st = self->state;
-  if (!st.cfg.hubs->is_current(key, hub)) return;
+  if (!st.cfg.hubs->is_current(key, hub.address())) return;
   if (!st.cfg.hubs->pinned(key) && !st.cfg.view->owner_of(key.tenant, key.name).empty()) return;
   on_pull(self, key, hub);
 }

@@ -336,22 +336,7 @@ relay_actor::behavior_type relay(relay_actor::stateful_pointer<relay_state> self
       [self](actors::publish_atom, const actors::publish_request_ptr& req) { on_publish(self, req); },
       [self](actors::fetch_atom, const actors::fetch_request_ptr& req) { on_fetch(self, req); },
       [self](actors::unsub_atom, const actors::fanout_sink_ptr& sink) { on_unsub(self, sink); },
-      [](actors::committed_atom, std::uint64_t, const std::string&) {},
-      [](actors::trim_atom) {},
       [self](actors::moved_atom) { on_moved(self); },
-      [](actors::adopt_atom, const actors::stream_handoff_ptr&) {},
-      [](actors::hold_atom, const std::string&) {},
-      [](actors::adopted_atom, const std::string&) {},
-      [](actors::quiesce_atom) { return true; },
-      // A relay holds no log of its own: nothing to replicate or fence.
-      [](actors::replicated_atom, std::uint64_t) {},
-      [](actors::fenced_atom, const std::string&) {},
-      [](actors::writable_atom, bool, bool, const std::string&) {},
-      [](actors::term_atom, std::uint64_t) {},
-      [](actors::confirmed_atom, bool) {},
-      [](actors::check_term_atom, std::uint64_t, const std::string&) {},
-      [](actors::stall_atom) {},
-      [](actors::idle_atom) {},  // relays take no place among unknown streams
       [self](page_atom, const std::string& bytes) { on_page(self, bytes); },
       [self](retry_atom, std::uint64_t attempt) { on_retry(self, attempt); },
   };

@@ -26,9 +26,10 @@
 
 namespace tidings::cluster {
 
-// A hub's interface, plus the owner's pages (FeedPage) and the open timer.
-using relay_actor = actors::hub_actor::extend<caf::reacts_to<page_atom, std::string>,
-                                              caf::reacts_to<retry_atom, std::uint64_t>>;
+// What readers and writers see of a stream, plus the owner's pages
+// (FeedPage) and the open timer.
+using relay_actor = actors::stream_actor::extend<caf::reacts_to<page_atom, std::string>,
+                                                 caf::reacts_to<retry_atom, std::uint64_t>>;
 
 struct relay_config {
   actors::stream_key stream;

@@ -71,7 +71,7 @@ void io_shard::fetched(actors::stream_key stream, actors::fetch_reply reply) {
       session->on_fetched(index, reply);
     } else if (reply.registered) {
       // The session ended while its subscription was being set up.
-      caf::anon_send(caf::actor_cast<actors::hub_actor>(reply.registered_at), actors::unsub_atom::value,
+      caf::anon_send(caf::actor_cast<actors::stream_actor>(reply.registered_at), actors::unsub_atom::value,
                      actors::fanout_sink_ptr(self));
     }
   });

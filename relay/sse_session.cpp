@@ -143,7 +143,7 @@ void sse_session::on_fetched(std::size_t index, const actors::fetch_reply& reply
       caf::anon_send(sub.hub, actors::unsub_atom::value, actors::fanout_sink_ptr(shard_.shared_from_this()));
     return;
   }
-  if (reply.registered) sub.hub = caf::actor_cast<actors::hub_actor>(reply.registered_at);
+  if (reply.registered) sub.hub = caf::actor_cast<actors::stream_actor>(reply.registered_at);
   if (reply.status == actors::fetch_status::resync) {
     bool lost = reply.reason == "unknown_stream" || reply.reason == "epoch_changed";
     end_resync(sub.key.name, sub.moved && lost ? "owner_changed" : reply.reason, reply.head, {});

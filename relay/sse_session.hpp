@@ -57,7 +57,7 @@ class sse_session : public std::enable_shared_from_this<sse_session> {
     actors::stream_key key;
     std::string prefix;
     bool check_each = false;  // the guard is asked about every event
-    actors::hub_actor hub;
+    actors::stream_actor hub;
     core::cursor position;  // last event scanned (delivered or filtered out)
     sub_state state = sub_state::probing;
     // Its owner changed since the last page: a resync now is `owner_changed`.

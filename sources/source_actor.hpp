@@ -44,7 +44,7 @@ struct source_config {
   persistence::group_committer* committer = nullptr;
   // The hub of `stream` now, asked at every write: in a cluster a fenced
   // hub is replaced by one that takes the log over.
-  std::function<actors::hub_actor()> hub;
+  std::function<actors::stream_actor()> hub;
   std::shared_ptr<source_status> status;
   probe* metrics = nullptr;  // null: not measured
   // Waits before each resubscribe attempt; the source fails after the last.

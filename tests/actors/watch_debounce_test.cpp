@@ -25,9 +25,9 @@ struct hub_inbox {
   std::vector<publish_request_ptr> got;
 };
 
-// Only the publish a debounce sends; the rest of a hub's interface is never
-// used by it.
-caf::behavior fake_hub(caf::event_based_actor*, std::shared_ptr<hub_inbox> inbox) {
+// Only the publish a debounce sends; the rest of a stream's interface is
+// never used by it.
+caf::behavior fake_hub(caf::event_based_actor*, const std::shared_ptr<hub_inbox>& inbox) {
   return {[inbox](publish_atom, const publish_request_ptr& req) { inbox->got.push_back(req); }};
 }
 
@@ -58,7 +58,7 @@ struct fixture {
     c.stream = "orders";
     c.policy.quiet = std::chrono::milliseconds(0);  // every line is due at once
     c.policy.max_wait = std::chrono::milliseconds(0);
-    c.notices = [hub = caf::actor_cast<hub_actor>(sys->spawn(fake_hub, inbox))] { return hub; };
+    c.notices = [hub = caf::actor_cast<stream_actor>(sys->spawn(fake_hub, inbox))] { return hub; };
     c.stats = stats;
     c.save = [this](persistence::write_set ws, persistence::group_committer::callback done) {
       saves.emplace_back(std::move(ws), std::move(done));

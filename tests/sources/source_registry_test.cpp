@@ -47,11 +47,11 @@ class test_placement final : public actors::hub_router {
 
   std::string owner(const actors::stream_key&) override { return owns_all ? "" : "member-b"; }
   bool taken_over(const actors::stream_key&) override { return false; }
-  actors::hub_actor spawn_relay(const actors::stream_key&, const std::string&) override {
+  actors::stream_actor spawn_relay(const actors::stream_key&, const std::string&) override {
     ++relays;  // not expected: the test reads no stream through this node
     return {};
   }
-  void pull(const actors::stream_key&, actors::hub_actor hub) override {
+  void pull(const actors::stream_key&, actors::hub_handoff_actor hub) override {
     ++pulls;
     caf::anon_send(hub, actors::adopt_atom::value, actors::stream_handoff_ptr{});
   }
@@ -62,7 +62,7 @@ class test_placement final : public actors::hub_router {
   std::string self_id() override { return "member-a"; }
   bool has_record(const actors::stream_key&) const override { return false; }
   std::optional<actors::replicator_actor> spawn_replicator(const actors::stream_key&,
-                                                           actors::hub_actor) override {
+                                                           actors::replication_sink_actor) override {
     return std::nullopt;
   }
   void fenced(const actors::stream_key&, const std::string&) override {}
