@@ -218,7 +218,7 @@ void on_agreed(self_ptr self, const agreed_members& list) {
     drop_handle(self, id);
     if (!gone) continue;
     logging::warn("cluster.member_down", {{"node", id}});
-    drop_leases_of(self, id);
+    self->send(st.source_host, member_gone_atom::value, id);
     watches_lost_with(self, id);
     if (st.cfg.view->set_pins(id, {})) st.cfg.hubs->reroute();
   }
@@ -500,6 +500,7 @@ std::optional<std::pair<std::string, std::uint16_t>> split_address(const std::st
 
 caf::behavior node(node_actor* self, node_config cfg) {
   self->state.table = member_table(cfg.self);
+  self->state.source_host = self->spawn<caf::linked>(source_host, cfg.sources);
   self->state.cfg = std::move(cfg);
   self->set_down_handler([self](caf::down_msg& dm) { on_down(self, dm); });
   return {
@@ -595,11 +596,12 @@ caf::behavior node(node_actor* self, node_config cfg) {
         self->state.settle_waiters.push_back(rp);
         return rp;
       },
-      [self](srcsub_atom, const std::string& bytes) { return on_source_subscribe(self, bytes); },
-      [self](srcdone_atom, std::uint64_t token, const actors::source_lease_ptr& lease,
-             const std::string& node,
-             const std::string& reply) { on_source_subscribed(self, token, lease, node, reply); },
-      [self](srcunsub_atom, std::uint64_t lease) { self->state.leases.erase(lease); },
+      [self](srcsub_atom, const std::string& bytes) -> caf::result<std::string> {
+        return self->delegate(self->state.source_host, srcsub_atom::value, bytes);
+      },
+      [self](srcunsub_atom, std::uint64_t lease) {
+        self->send(self->state.source_host, srcunsub_atom::value, lease);
+      },
       [self](wstart_atom, const std::string& bytes) { return on_watch_start(self, bytes); },
       [self](wstart_here_atom, const std::string& bytes) { return on_watch_start_here(self, bytes); },
       [self](wlist_atom, const std::string& tenant) { return on_watch_list(self, tenant); },

@@ -24,6 +24,7 @@
 #include "cluster/member_table.hpp"
 #include "cluster/registrar.hpp"
 #include "cluster/replica_actor.hpp"
+#include "cluster/source_host.hpp"
 #include "persistence/group_commit.hpp"
 #include "proto/cluster.pb.h"
 
@@ -93,12 +94,7 @@ struct node_state {
   std::map<std::uint64_t, std::shared_ptr<pull_job>> pulls;
   std::uint64_t rebalance_generation = 0;
   // Draining: the streams not yet taken by their new owners.
-  // Source leases held here for other members (by our lease id).
-  struct held_lease {
-    std::string node;
-    actors::source_lease_ptr lease;
-  };
-  std::map<std::uint64_t, held_lease> leases;
+  source_host_actor source_host;  // the sources other members place here, and their leases
   // Asked to wait until the members are listed and dialled (the node starts
   // its watches after that, so their sources are placed by a real view).
   std::vector<caf::response_promise> settle_waiters;
@@ -176,12 +172,6 @@ caf::result<std::string> on_force(node_actor* self, const actors::stream_key& ke
 std::shared_ptr<actors::stream_handoff> renumbered_copy(node_actor* self, const actors::stream_key& key,
                                                         std::uint64_t log_epoch);
 
-// node_sources.cpp: sources run here for other members.
-caf::result<std::string> on_source_subscribe(node_actor* self, const std::string& bytes);
-void on_source_subscribed(node_actor* self, std::uint64_t token, const actors::source_lease_ptr& lease,
-                          const std::string& node, const std::string& reply);
-void drop_leases_of(node_actor* self, const std::string& node);
-
 // node_moves.cpp: watches and sources follow membership (ADR 0016).
 // Reads this node's watch specs; they come back as copies_atom.
 void sync_watch_copies(node_actor* self);
@@ -231,4 +221,3 @@ std::optional<std::pair<std::string, std::uint16_t>> split_address(const std::st
 }  // namespace tidings::cluster
 
 // A lease handed from the source registry to the node actor (local only).
-CAF_ALLOW_UNSAFE_MESSAGE_TYPE(tidings::actors::source_lease_ptr)

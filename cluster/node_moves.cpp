@@ -371,9 +371,6 @@ void move_out(self_ptr self, std::function<void()> then) {
                        if (g->then) logging::warn("cluster.move_out_timeout", {});
                        g->fire();
                      }});
-  // Leases held here for other members' sessions end with the sources; the
-  // members subscribe again where the streams move.
-  st.leases.clear();
   if (st.cfg.sources) {
     ++g->left;
     self->send(st.cfg.sources, actors::source_handoff_atom::value, in_node(self, [g] { g->done(); }));
