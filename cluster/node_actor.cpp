@@ -38,8 +38,14 @@ void on_change(self_ptr self) {
   m->live = st.table.placement_ids();
   m->holders = st.table.live_ids();
   m->lost = st.table.lost_ids();
+  auto members = std::make_shared<router_members>();
+  members->emplace_back(m->self_id, caf::actor_cast<caf::actor>(self));
   for (auto& [id, handle] : st.handles)
-    if (st.table.state(id) == member_state::up) m->peers.emplace_back(*st.table.find(id), handle);
+    if (st.table.state(id) == member_state::up) {
+      m->peers.emplace_back(*st.table.find(id), handle);
+      members->emplace_back(id, handle);
+    }
+  self->send(st.watch_router, members_atom::value, router_members_ptr(std::move(members)));
   logging::info("cluster.members", {{"live", static_cast<std::uint64_t>(m->live.size())},
                                     {"connected", static_cast<std::uint64_t>(m->peers.size())},
                                     {"lost", static_cast<std::uint64_t>(m->lost.size())},
@@ -501,6 +507,11 @@ std::optional<std::pair<std::string, std::uint16_t>> split_address(const std::st
 caf::behavior node(node_actor* self, node_config cfg) {
   self->state.table = member_table(cfg.self);
   self->state.source_host = self->spawn<caf::linked>(source_host, cfg.sources);
+  self->state.watch_router = self->spawn<caf::linked>(
+      watch_router, watch_router_config{cfg.self.id, caf::actor_cast<caf::actor>(self), cfg.watches,
+                                        [view = cfg.view](const std::string& tenant, const std::string& key) {
+                                          return view->owner_of(tenant, key);
+                                        }});
   self->state.cfg = std::move(cfg);
   self->set_down_handler([self](caf::down_msg& dm) { on_down(self, dm); });
   return {
@@ -602,15 +613,32 @@ caf::behavior node(node_actor* self, node_config cfg) {
       [self](srcunsub_atom, std::uint64_t lease) {
         self->send(self->state.source_host, srcunsub_atom::value, lease);
       },
-      [self](wstart_atom, const std::string& bytes) { return on_watch_start(self, bytes); },
-      [self](wstart_here_atom, const std::string& bytes) { return on_watch_start_here(self, bytes); },
-      [self](wlist_atom, const std::string& tenant) { return on_watch_list(self, tenant); },
-      [self](wlist_here_atom, const std::string& tenant) { return on_watch_list_here(self, tenant); },
-      [self](wstop_atom, const std::string& tenant, const std::string& name) {
-        return on_watch_stop(self, tenant, name);
+      // Watches across the members: the router's (this node's API and
+      // the other members ask here).
+      [self](wstart_atom, const std::string& bytes) -> caf::result<std::string> {
+        return self->delegate(self->state.watch_router, wstart_atom::value, bytes);
       },
-      [self](wstop_here_atom, const std::string& tenant, const std::string& name) {
-        return on_watch_stop_here(self, tenant, name);
+      [self](wstart_here_atom, const std::string& bytes) -> caf::result<std::string> {
+        return self->delegate(self->state.watch_router, wstart_here_atom::value, bytes);
+      },
+      [self](wlist_atom, const std::string& tenant) -> caf::result<std::string> {
+        return self->delegate(self->state.watch_router, wlist_atom::value, tenant);
+      },
+      [self](wlist_here_atom, const std::string& tenant) -> caf::result<std::string> {
+        return self->delegate(self->state.watch_router, wlist_here_atom::value, tenant);
+      },
+      [self](wstop_atom, const std::string& tenant, const std::string& name) -> caf::result<std::string> {
+        return self->delegate(self->state.watch_router, wstop_atom::value, tenant, name);
+      },
+      [self](wstop_here_atom, const std::string& tenant,
+             const std::string& name) -> caf::result<std::string> {
+        return self->delegate(self->state.watch_router, wstop_here_atom::value, tenant, name);
+      },
+      [self](watches_changed_atom) { sync_watch_copies(self); },
+      // A stop reaches every member: a lost member's copy of it must not
+      // bring it back later.
+      [self](stopping_atom, const std::string& tenant, const std::string& name) {
+        self->state.orphans.erase({tenant, name});
       },
       [self](drain_end_atom) { end_drain(self); },
       [self](wcopy_atom, const std::string& bytes) { on_peer_copies(self, bytes); },

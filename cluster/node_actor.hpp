@@ -25,6 +25,7 @@
 #include "cluster/registrar.hpp"
 #include "cluster/replica_actor.hpp"
 #include "cluster/source_host.hpp"
+#include "cluster/watch_router.hpp"
 #include "persistence/group_commit.hpp"
 #include "proto/cluster.pb.h"
 
@@ -94,7 +95,8 @@ struct node_state {
   std::map<std::uint64_t, std::shared_ptr<pull_job>> pulls;
   std::uint64_t rebalance_generation = 0;
   // Draining: the streams not yet taken by their new owners.
-  source_host_actor source_host;  // the sources other members place here, and their leases
+  source_host_actor source_host;    // the sources other members place here, and their leases
+  watch_router_actor watch_router;  // starts, lists and stops watches across the members
   // Asked to wait until the members are listed and dialled (the node starts
   // its watches after that, so their sources are placed by a real view).
   std::vector<caf::response_promise> settle_waiters;
@@ -205,15 +207,6 @@ void with_copy_stopped(node_actor* self, const actors::stream_key& key,
 void drop_copy(node_actor* self, const persistence::stream_meta& meta);
 // Whether this node's copy of `meta` is a follower's (another member's log).
 bool is_follower_copy(node_actor* self, const persistence::stream_meta& meta);
-
-// node_watches.cpp: watches reachable from every member.
-caf::result<std::string> on_watch_start(node_actor* self, const std::string& bytes);
-caf::result<std::string> on_watch_start_here(node_actor* self, const std::string& bytes);
-caf::result<std::string> on_watch_list(node_actor* self, const std::string& tenant);
-caf::result<std::string> on_watch_list_here(node_actor* self, const std::string& tenant);
-caf::result<std::string> on_watch_stop(node_actor* self, const std::string& tenant, const std::string& name);
-caf::result<std::string> on_watch_stop_here(node_actor* self, const std::string& tenant,
-                                            const std::string& name);
 
 // "host:port" -> (host, port); nullopt when malformed.
 std::optional<std::pair<std::string, std::uint16_t>> split_address(const std::string& address);

@@ -539,6 +539,7 @@ caf::result<std::string> on_drain(self_ptr self) {
   logging::info("cluster.draining", {{"node", me.id}});
   if (st.registrar) self->send(st.registrar, drain_atom::value);
   self->send(st.source_host, drain_atom::value);
+  self->send(st.watch_router, drain_atom::value);
   // Everyone stops placing keys here: the record says so, and each peer
   // hears it directly first, ahead of the watches this node hands over.
   for (auto& [id, handle] : st.handles) self->send(handle, draining_atom::value, me.id, me.incarnation);

@@ -1,39 +1,26 @@
-// Watches in a cluster: a new watch starts on the owner of "watch:<name>"
-// (or where a watch of that name already runs), so its filter, debounce and
-// notice stream live on one node; listing and stopping ask every member, so
-// a watch is reachable from any node whichever node runs it (ADR 0015).
+#include "cluster/watch_router.hpp"
 
-#include <memory>
+#include <algorithm>
 
-#include "cluster/atoms.hpp"
-#include "cluster/node_actor.hpp"
 #include "cluster/wire.hpp"
 #include "logging/log.hpp"
+#include "proto/cluster.pb.h"
 
 namespace tidings::cluster {
 namespace {
 
-using self_ptr = node_actor*;
+using self_ptr = watch_router_actor::stateful_pointer<watch_router_state>;
 
 // A watch's baseline read and filter dry run may take up to the manager's
 // own 30 s deadline.
 constexpr auto start_timeout = std::chrono::seconds(40);
 constexpr auto ask_timeout = std::chrono::seconds(2);
 
-std::uint64_t keep(self_ptr self, caf::response_promise rp) {
+// `rp` is answered when the watch manager's reply comes back (done_atom).
+std::uint64_t keep(self_ptr self, const caf::typed_response_promise<std::string>& rp) {
   auto token = self->state.next_token++;
-  self->state.promises.emplace(token, std::move(rp));
+  self->state.waiting.emplace(token, rp);
   return token;
-}
-
-// Every up member's node actor, this node's own included, with its id.
-std::vector<std::pair<std::string, caf::actor>> members(self_ptr self) {
-  auto& st = self->state;
-  std::vector<std::pair<std::string, caf::actor>> out{
-      {st.table.self().id, caf::actor_cast<caf::actor>(self)}};
-  for (auto& [id, handle] : st.handles)
-    if (st.table.state(id) == member_state::up) out.emplace_back(id, handle);
-  return out;
 }
 
 proto::WatchInfo to_proto(const actors::watch_info& w, const std::string& node) {
@@ -53,13 +40,19 @@ proto::WatchInfo to_proto(const actors::watch_info& w, const std::string& node) 
 
 // Asks every member `ask(target)` and folds each answer (or nullopt for a
 // member that did not answer) into `fold`; `done` runs once, after all.
+// Every up member's node actor, this node's own included.
+router_members members_of(const watch_router_state& st) {
+  if (st.members) return *st.members;
+  return {{st.cfg.self_id, st.cfg.node}};
+}
+
 template <class Ask, class Fold, class Done>
 void ask_all(self_ptr self, Ask ask, Fold fold, Done done) {
   struct state {
     std::size_t left;
     Done done;
   };
-  auto targets = members(self);
+  auto targets = members_of(self->state);
   auto s = std::make_shared<state>(state{targets.size(), std::move(done)});
   for (auto& member : targets) {
     const auto& id = member.first;
@@ -76,8 +69,6 @@ void ask_all(self_ptr self, Ask ask, Fold fold, Done done) {
   }
 }
 
-}  // namespace
-
 caf::result<std::string> on_watch_start_here(self_ptr self, const std::string& bytes) {
   proto::WatchStart p;
   proto::WatchStartReply bad;
@@ -91,16 +82,17 @@ caf::result<std::string> on_watch_start_here(self_ptr self, const std::string& b
     out.set_error("this node is draining; retry");
     return out.SerializeAsString();
   }
-  auto token = keep(self, self->make_response_promise());
+  auto rp = self->make_response_promise<std::string>();
+  auto token = keep(self, rp);
   auto req = std::make_shared<actors::watch_start_request>();
   req->spec = spec_of(p);
   req->max_watches = p.max_watches();
   req->adopt = p.adopt();
   if (p.has_progress()) req->progress = progress_of(p.progress());
-  caf::actor me = caf::actor_cast<caf::actor>(self);
+  watch_router_actor me = self;
   // The other members' copies follow at once, not at the next tick.
-  auto sync = actors::actor_task{[self] { sync_watch_copies(self); }};
-  req->reply = [me, token, sync](const actors::watch_start_reply& r) {
+  auto node = self->state.cfg.node;
+  req->reply = [me, token, node](const actors::watch_start_reply& r) {
     proto::WatchStartReply out;
     out.set_ok(!r.error);
     if (r.error) {
@@ -109,40 +101,42 @@ caf::result<std::string> on_watch_start_here(self_ptr self, const std::string& b
     }
     out.set_shape(r.shape);
     out.set_replaced(r.replaced);
-    caf::anon_send(me, actors::task_atom::value, sync);
+    caf::anon_send(node, watches_changed_atom::value);
     caf::anon_send(me, done_atom::value, token, out.SerializeAsString());
   };
   self->send(self->state.cfg.watches, actors::start_atom::value,
              actors::watch_start_request_ptr(std::move(req)));
-  return caf::delegated<std::string>();
+  return rp;
 }
 
 caf::result<std::string> on_watch_list_here(self_ptr self, const std::string& tenant) {
-  auto token = keep(self, self->make_response_promise());
+  auto rp = self->make_response_promise<std::string>();
+  auto token = keep(self, rp);
   auto req = std::make_shared<actors::watch_list_request>();
   req->tenant = tenant;
-  caf::actor me = caf::actor_cast<caf::actor>(self);
-  req->reply = [me, token, node = self->state.table.self().id](const std::vector<actors::watch_info>& list) {
+  watch_router_actor me = self;
+  req->reply = [me, token, node = self->state.cfg.self_id](const std::vector<actors::watch_info>& list) {
     proto::WatchList out;
     for (auto& w : list) *out.add_watches() = to_proto(w, node);
     caf::anon_send(me, done_atom::value, token, out.SerializeAsString());
   };
   self->send(self->state.cfg.watches, actors::list_atom::value,
              actors::watch_list_request_ptr(std::move(req)));
-  return caf::delegated<std::string>();
+  return rp;
 }
 
 caf::result<std::string> on_watch_stop_here(self_ptr self, const std::string& tenant,
                                             const std::string& name) {
   // A stop reaches every member: a lost member's copy of it must not
   // bring it back later.
-  self->state.orphans.erase({tenant, name});
-  auto token = keep(self, self->make_response_promise());
+  auto node = self->state.cfg.node;
+  caf::anon_send(node, stopping_atom::value, tenant, name);
+  auto rp = self->make_response_promise<std::string>();
+  auto token = keep(self, rp);
   auto req = std::make_shared<actors::watch_stop_request>();
   req->id = {tenant, name};
-  caf::actor me = caf::actor_cast<caf::actor>(self);
-  auto sync = actors::actor_task{[self] { sync_watch_copies(self); }};
-  req->reply = [me, token, sync](std::optional<actors::watch_error> error, bool stopped) {
+  watch_router_actor me = self;
+  req->reply = [me, token, node](std::optional<actors::watch_error> error, bool stopped) {
     proto::WatchStopReply out;
     out.set_ok(!error);
     if (error) {
@@ -150,16 +144,16 @@ caf::result<std::string> on_watch_stop_here(self_ptr self, const std::string& te
       out.set_error(error->message);
     }
     out.set_stopped(stopped);
-    caf::anon_send(me, actors::task_atom::value, sync);
+    caf::anon_send(node, watches_changed_atom::value);
     caf::anon_send(me, done_atom::value, token, out.SerializeAsString());
   };
   self->send(self->state.cfg.watches, actors::stop_atom::value,
              actors::watch_stop_request_ptr(std::move(req)));
-  return caf::delegated<std::string>();
+  return rp;
 }
 
 caf::result<std::string> on_watch_list(self_ptr self, const std::string& tenant) {
-  auto rp = self->make_response_promise();
+  auto rp = self->make_response_promise<std::string>();
   auto merged = std::make_shared<proto::WatchList>();
   ask_all(
       self,
@@ -178,7 +172,7 @@ caf::result<std::string> on_watch_list(self_ptr self, const std::string& tenant)
 caf::result<std::string> on_watch_start(self_ptr self, const std::string& bytes) {
   proto::WatchStart p;
   if (!parse(bytes, &p)) return on_watch_start_here(self, bytes);
-  auto rp = self->make_response_promise();
+  auto rp = self->make_response_promise<std::string>();
   auto holder = std::make_shared<std::string>();
   // Where a watch of this name runs already (a replace goes there), else
   // the owner of its notice stream.
@@ -195,15 +189,18 @@ caf::result<std::string> on_watch_start(self_ptr self, const std::string& bytes)
       },
       [self, rp, holder, bytes, p]() mutable {
         auto& st = self->state;
-        auto target_id = !holder->empty() ? *holder : st.cfg.view->owner_of(p.tenant(), "watch:" + p.name());
-        caf::actor target = caf::actor_cast<caf::actor>(self);
-        if (!target_id.empty() && target_id != st.table.self().id) {
-          auto h = st.handles.find(target_id);
-          if (h == st.handles.end()) {
+        auto target_id = !holder->empty() ? *holder : st.cfg.owner_of(p.tenant(), "watch:" + p.name());
+        caf::actor target = st.cfg.node;
+        if (!target_id.empty() && target_id != st.cfg.self_id) {
+          auto members = members_of(st);
+          auto h = std::find_if(members.begin(), members.end(),
+                                [&](const auto& m) { return m.first == target_id; });
+          if (h == members.end()) {
             proto::WatchStartReply out;
             out.set_error_kind(static_cast<int>(actors::watch_error_kind::unavailable));
             out.set_error("the watch's node (" + target_id + ") is not connected; retry");
-            return rp.deliver(out.SerializeAsString());
+            rp.deliver(out.SerializeAsString());
+            return;
           }
           target = h->second;
         }
@@ -220,7 +217,7 @@ caf::result<std::string> on_watch_start(self_ptr self, const std::string& bytes)
 }
 
 caf::result<std::string> on_watch_stop(self_ptr self, const std::string& tenant, const std::string& name) {
-  auto rp = self->make_response_promise();
+  auto rp = self->make_response_promise<std::string>();
   auto merged = std::make_shared<proto::WatchStopReply>();
   merged->set_ok(true);
   auto missing = std::make_shared<bool>(false);
@@ -253,6 +250,33 @@ caf::result<std::string> on_watch_stop(self_ptr self, const std::string& tenant,
         rp.deliver(merged->SerializeAsString());
       });
   return rp;
+}
+
+}  // namespace
+
+watch_router_actor::behavior_type watch_router(watch_router_actor::stateful_pointer<watch_router_state> self,
+                                               watch_router_config cfg) {
+  self->state.cfg = std::move(cfg);
+  return {
+      [self](wstart_atom, const std::string& bytes) { return on_watch_start(self, bytes); },
+      [self](wstart_here_atom, const std::string& bytes) { return on_watch_start_here(self, bytes); },
+      [self](wlist_atom, const std::string& tenant) { return on_watch_list(self, tenant); },
+      [self](wlist_here_atom, const std::string& tenant) { return on_watch_list_here(self, tenant); },
+      [self](wstop_atom, const std::string& tenant, const std::string& name) {
+        return on_watch_stop(self, tenant, name);
+      },
+      [self](wstop_here_atom, const std::string& tenant, const std::string& name) {
+        return on_watch_stop_here(self, tenant, name);
+      },
+      [self](done_atom, std::uint64_t token, const std::string& bytes) {
+        auto it = self->state.waiting.find(token);
+        if (it == self->state.waiting.end()) return;
+        it->second.deliver(bytes);
+        self->state.waiting.erase(it);
+      },
+      [self](members_atom, const router_members_ptr& members) { self->state.members = members; },
+      [self](drain_atom) { self->state.draining = true; },
+  };
 }
 
 }  // namespace tidings::cluster
