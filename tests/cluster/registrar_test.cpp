@@ -7,13 +7,13 @@
 #include <catch2/catch.hpp>
 
 #include <caf/all.hpp>
-#include <caf/scheduler/test_coordinator.hpp>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "cluster/registrar.hpp"
 #include "cluster/wire.hpp"
+#include "tests/cluster/coordinated_system.hpp"
 
 namespace {
 
@@ -117,10 +117,7 @@ void ask_leave(caf::event_based_actor* self, registrar_actor reg, std::shared_pt
   self->request(reg, caf::infinite, leave_atom::value).then([answered](bool) { *answered = true; });
 }
 
-struct fixture {
-  caf::actor_system_config cfg;
-  std::unique_ptr<caf::actor_system> sys;
-  caf::scheduler::test_coordinator* sched = nullptr;
+struct fixture : tidings::testing::coordinated_system {
   std::shared_ptr<fake_plane> plane = std::make_shared<fake_plane>();
   std::shared_ptr<heard> h = std::make_shared<heard>();
   registrar_actor reg;
@@ -128,10 +125,6 @@ struct fixture {
   const member self_record = make("a", 7);
 
   fixture() {
-    cfg.set("scheduler.policy", caf::atom("testing"));
-    cfg.set("logger.verbosity", caf::atom("quiet"));
-    sys = std::make_unique<caf::actor_system>(cfg);
-    sched = &dynamic_cast<caf::scheduler::test_coordinator&>(sys->scheduler());
     registrar_config rc;
     rc.self = self_record;
     rc.prefix = prefix;

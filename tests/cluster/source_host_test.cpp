@@ -7,7 +7,6 @@
 #include <catch2/catch.hpp>
 
 #include <caf/all.hpp>
-#include <caf/scheduler/test_coordinator.hpp>
 #include <memory>
 #include <set>
 #include <string>
@@ -15,6 +14,7 @@
 
 #include "cluster/source_host.hpp"
 #include "proto/cluster.pb.h"
+#include "tests/cluster/coordinated_system.hpp"
 
 namespace {
 
@@ -60,18 +60,11 @@ std::string request_from(const std::string& node, const std::string& uri = "mcp:
   return p.SerializeAsString();
 }
 
-struct fixture {
-  caf::actor_system_config cfg;
-  std::unique_ptr<caf::actor_system> sys;
-  caf::scheduler::test_coordinator* sched = nullptr;
+struct fixture : tidings::testing::coordinated_system {
   std::shared_ptr<registry_log> log = std::make_shared<registry_log>();
   source_host_actor host;
 
   fixture() {
-    cfg.set("scheduler.policy", caf::atom("testing"));
-    cfg.set("logger.verbosity", caf::atom("quiet"));
-    sys = std::make_unique<caf::actor_system>(cfg);
-    sched = &dynamic_cast<caf::scheduler::test_coordinator&>(sys->scheduler());
     host = sys->spawn(source_host, sys->spawn(fake_registry, log));
     sched->run();
   }

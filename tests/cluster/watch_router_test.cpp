@@ -9,7 +9,6 @@
 #include <catch2/catch.hpp>
 
 #include <caf/all.hpp>
-#include <caf/scheduler/test_coordinator.hpp>
 #include <memory>
 #include <string>
 #include <vector>
@@ -17,6 +16,7 @@
 #include "cluster/watch_router.hpp"
 #include "cluster/wire.hpp"
 #include "proto/cluster.pb.h"
+#include "tests/cluster/coordinated_system.hpp"
 
 namespace {
 
@@ -115,10 +115,7 @@ std::string start_of(const std::string& name, bool adopt = false) {
   return p.SerializeAsString();
 }
 
-struct fixture {
-  caf::actor_system_config cfg;
-  std::unique_ptr<caf::actor_system> sys;
-  caf::scheduler::test_coordinator* sched = nullptr;
+struct fixture : tidings::testing::coordinated_system {
   std::shared_ptr<manager_log> manager = std::make_shared<manager_log>();
   std::shared_ptr<node_log> own = std::make_shared<node_log>();
   std::shared_ptr<node_log> peer = std::make_shared<node_log>();
@@ -126,10 +123,6 @@ struct fixture {
   std::string placed_on;  // what placement says for every watch ("" = here)
 
   explicit fixture(const std::string& peer_runs = "") {
-    cfg.set("scheduler.policy", caf::atom("testing"));
-    cfg.set("logger.verbosity", caf::atom("quiet"));
-    sys = std::make_unique<caf::actor_system>(cfg);
-    sched = &dynamic_cast<caf::scheduler::test_coordinator&>(sys->scheduler());
     auto node_a = sys->spawn(own_node, router, own);
     auto node_b = sys->spawn(peer_node, peer, peer_runs);
     watch_router_config rc;

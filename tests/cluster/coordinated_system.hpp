@@ -1,0 +1,26 @@
+#pragma once
+
+// An actor system on CAF's test coordinator, for the deterministic tests of
+// cluster actors: messages run when the test says (sched->run()), timers
+// fire when it advances time or triggers them.
+
+#include <caf/all.hpp>
+#include <caf/scheduler/test_coordinator.hpp>
+#include <memory>
+
+namespace tidings::testing {
+
+struct coordinated_system {
+  caf::actor_system_config cfg;
+  std::unique_ptr<caf::actor_system> sys;
+  caf::scheduler::test_coordinator* sched = nullptr;
+
+  coordinated_system() {
+    cfg.set("scheduler.policy", caf::atom("testing"));
+    cfg.set("logger.verbosity", caf::atom("quiet"));
+    sys = std::make_unique<caf::actor_system>(cfg);
+    sched = &dynamic_cast<caf::scheduler::test_coordinator&>(sys->scheduler());
+  }
+};
+
+}  // namespace tidings::testing
