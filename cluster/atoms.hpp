@@ -61,5 +61,12 @@ using view_atom = caf::atom_constant<caf::atom("cview")>;        // membership c
 using stop_atom = caf::atom_constant<caf::atom("cstop")>;        // a follower's copy stops following
 using written_atom = caf::atom_constant<caf::atom("cwritten")>;  // a follower's write is durable
 using deleted_atom = caf::atom_constant<caf::atom("cdeleted")>;  // a dropped copy is gone
+// node -> its inner actors (source host, watch router, watch mover)
+using members_atom = caf::atom_constant<caf::atom("cmembers")>;   // membership changed
+using member_gone_atom = caf::atom_constant<caf::atom("cgone")>;  // (id): a member is gone
+// inner actors -> node
+using watches_changed_atom = caf::atom_constant<caf::atom("cwchanged")>;  // this node's watches changed
+using stopping_atom = caf::atom_constant<caf::atom("cwstopping")>;  // (tenant, name): stopped everywhere
+using pins_due_atom = caf::atom_constant<caf::atom("cpinsdue")>;    // this node's pins may have changed
 
 }  // namespace tidings::cluster

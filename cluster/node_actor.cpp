@@ -46,6 +46,14 @@ void on_change(self_ptr self) {
       members->emplace_back(id, handle);
     }
   self->send(st.watch_router, members_atom::value, router_members_ptr(std::move(members)));
+  auto moving = std::make_shared<mover_members>();
+  moving->placement = m->live;
+  for (const auto& id : m->holders) {
+    if (id == m->self_id) continue;
+    auto h = st.handles.find(id);
+    moving->up[id] = {h == st.handles.end() ? caf::actor{} : h->second, st.table.find(id)->draining};
+  }
+  self->send(st.watch_mover, members_atom::value, mover_members_ptr(std::move(moving)));
   logging::info("cluster.members", {{"live", static_cast<std::uint64_t>(m->live.size())},
                                     {"connected", static_cast<std::uint64_t>(m->peers.size())},
                                     {"lost", static_cast<std::uint64_t>(m->lost.size())},
@@ -54,7 +62,7 @@ void on_change(self_ptr self) {
   st.cfg.hubs->reroute();
   st.cfg.view->follow_sources(true);
   rebalance(self);
-  sync_watch_copies(self);
+  sync_pins(self);
   answer_if_settled(self);
 }
 
@@ -225,7 +233,7 @@ void on_agreed(self_ptr self, const agreed_members& list) {
     if (!gone) continue;
     logging::warn("cluster.member_down", {{"node", id}});
     self->send(st.source_host, member_gone_atom::value, id);
-    watches_lost_with(self, id);
+    self->send(st.watch_mover, member_gone_atom::value, id);
     if (st.cfg.view->set_pins(id, {})) st.cfg.hubs->reroute();
   }
   dial_unconnected(self);
@@ -251,11 +259,10 @@ void on_tick(self_ptr self) {
   // that had us down dropped our copies and pins: they go out again now
   // and then even when unchanged.
   st.cfg.view->follow_sources(false);
-  if (++st.ticks % 10 == 0) {
-    st.copies_sent.clear();
-    st.pins_sent.clear();
-  }
-  sync_watch_copies(self);
+  bool again = ++st.ticks % 10 == 0;
+  if (again) st.pins_sent.clear();
+  sync_pins(self);
+  self->send(st.watch_mover, tick_atom::value, again);
   self->delayed_send(self, st.cfg.dial_interval, tick_atom::value);
 }
 
@@ -380,12 +387,10 @@ caf::result<std::string> on_stats(self_ptr self) {
   auto streams = st.cfg.hubs->hub_count();
   auto relays = st.cfg.hubs->relay_count();
   auto id = st.table.self().id;
-  std::uint64_t copies = 0;
-  for (const auto& [holder, list] : st.watch_copies)
-    copies += static_cast<std::uint64_t>(list.watches_size());
+  auto copies = std::make_shared<std::uint64_t>(0);
   auto finish = [me, token, feeds = std::move(feeds), streams, relays, id, copies](proto::NodeStats s) {
     s.set_id(id);
-    s.set_watch_copies(copies);
+    s.set_watch_copies(*copies);
     s.set_streams(streams);
     s.set_relays(relays);
     for (auto& [key, nodes] : feeds) {
@@ -396,10 +401,19 @@ caf::result<std::string> on_stats(self_ptr self) {
     }
     caf::anon_send(me, done_atom::value, token, s.SerializeAsString());
   };
-  if (st.cfg.local_stats)
-    st.cfg.local_stats(std::move(finish));
-  else
-    finish({});
+  auto gather = [local = st.cfg.local_stats, finish = std::move(finish)]() mutable {
+    if (local)
+      local(std::move(finish));
+    else
+      finish({});
+  };
+  self->request(st.watch_mover, st.cfg.request_timeout, stats_atom::value)
+      .then(
+          [copies, gather](std::uint64_t n) mutable {
+            *copies = n;
+            gather();
+          },
+          [gather](caf::error&) mutable { gather(); });
   return caf::delegated<std::string>();
 }
 
@@ -512,6 +526,11 @@ caf::behavior node(node_actor* self, node_config cfg) {
                                         [view = cfg.view](const std::string& tenant, const std::string& key) {
                                           return view->owner_of(tenant, key);
                                         }});
+  self->state.watch_mover = self->spawn<caf::linked>(
+      watch_mover, watch_mover_config{cfg.self.id, caf::actor_cast<caf::actor>(self), cfg.watches,
+                                      [view = cfg.view](const std::string& tenant, const std::string& key) {
+                                        return view->owner_of(tenant, key);
+                                      }});
   self->state.cfg = std::move(cfg);
   self->set_down_handler([self](caf::down_msg& dm) { on_down(self, dm); });
   return {
@@ -634,15 +653,18 @@ caf::behavior node(node_actor* self, node_config cfg) {
              const std::string& name) -> caf::result<std::string> {
         return self->delegate(self->state.watch_router, wstop_here_atom::value, tenant, name);
       },
-      [self](watches_changed_atom) { sync_watch_copies(self); },
+      // The other members get the copies and pins at once, not at the next tick.
+      [self](watches_changed_atom) { self->send(self->state.watch_mover, tick_atom::value, false); },
+      [self](pins_due_atom) { sync_pins(self); },
       // A stop reaches every member: a lost member's copy of it must not
       // bring it back later.
       [self](stopping_atom, const std::string& tenant, const std::string& name) {
-        self->state.orphans.erase({tenant, name});
+        self->send(self->state.watch_mover, stopping_atom::value, tenant, name);
       },
       [self](drain_end_atom) { end_drain(self); },
-      [self](wcopy_atom, const std::string& bytes) { on_peer_copies(self, bytes); },
-      [self](copies_atom, const std::string& bytes) { on_own_copies(self, bytes); },
+      [self](wcopy_atom, const std::string& bytes) {
+        self->send(self->state.watch_mover, wcopy_atom::value, bytes);
+      },
       [self](pins_atom, const std::string& bytes) { on_peer_pins(self, bytes); },
       [self](actors::task_atom, const actors::actor_task& task) {
         if (task.run) task.run();

@@ -25,6 +25,7 @@
 #include "cluster/registrar.hpp"
 #include "cluster/replica_actor.hpp"
 #include "cluster/source_host.hpp"
+#include "cluster/watch_mover.hpp"
 #include "cluster/watch_router.hpp"
 #include "persistence/group_commit.hpp"
 #include "proto/cluster.pb.h"
@@ -97,6 +98,7 @@ struct node_state {
   // Draining: the streams not yet taken by their new owners.
   source_host_actor source_host;    // the sources other members place here, and their leases
   watch_router_actor watch_router;  // starts, lists and stops watches across the members
+  watch_mover_actor watch_mover;    // where watches go as members come and go
   // Asked to wait until the members are listed and dialled (the node starts
   // its watches after that, so their sources are placed by a real view).
   std::vector<caf::response_promise> settle_waiters;
@@ -106,21 +108,9 @@ struct node_state {
   std::optional<caf::response_promise> drain_reply;
   bool moving_out = false;  // draining: watches and sources not yet released
 
-  // Watch specs other members run, by member (node_moves.cpp), and ours as
-  // last sent to which peers.
-  std::map<std::string, proto::WatchCopies> watch_copies;
-  std::map<persistence::watch_id, bool> local_watches;  // -> running
-  // Copies of lost members' watches not yet seen running anywhere (with the
-  // member they came from), and those this node is starting now.
-  std::map<persistence::watch_id, std::pair<std::string, proto::WatchStart>> orphans;
-  std::set<persistence::watch_id> adopting;
-  std::set<persistence::watch_id> yielding;   // duplicates being stopped here
-  std::set<persistence::watch_id> returning;  // being handed to the member placement puts them on
-  std::string copies_sent;
-  std::set<caf::actor_addr> copies_peers;
   std::string pins_sent;  // our Pins, as last sent to pins_peers
   std::set<caf::actor_addr> pins_peers;
-  unsigned ticks = 0;  // every tenth sends copies and pins again, changed or not
+  unsigned ticks = 0;  // every tenth sends watch copies and pins again, changed or not
 
   // Replication (node_replicas.cpp): the copies this node keeps as a
   // follower, and copies being dropped (appends wait until they are gone).
@@ -174,23 +164,12 @@ caf::result<std::string> on_force(node_actor* self, const actors::stream_key& ke
 std::shared_ptr<actors::stream_handoff> renumbered_copy(node_actor* self, const actors::stream_key& key,
                                                         std::uint64_t log_epoch);
 
-// node_moves.cpp: watches and sources follow membership (ADR 0016).
-// Reads this node's watch specs; they come back as copies_atom.
-void sync_watch_copies(node_actor* self);
-void on_own_copies(node_actor* self, const std::string& bytes);
-void on_peer_copies(node_actor* self, const std::string& bytes);
+// node_moves.cpp: pins, and what a drain moves out (ADR 0016).
 // Sends this node's pinned streams to the peers when they changed.
 void sync_pins(node_actor* self);
 void on_peer_pins(node_actor* self, const std::string& bytes);
-// `lost` is gone: its watches become orphans until they run somewhere.
-void watches_lost_with(node_actor* self, const std::string& lost);
-// Starts the orphans this node owns now (and drops those running again).
-void adopt_orphans(node_actor* self);
-// Hands each watch this node runs to the member placement puts it on, once
-// that member is up and has restored its own (a join, a return).
-void return_watches(node_actor* self);
-// Draining: release every watch to its new owner and close every source,
-// then run `then`.
+// Draining: the watch mover releases every watch to its new owner and every
+// source closes; then `then` runs.
 void move_out(node_actor* self, std::function<void()> then);
 
 // node_replicas.cpp: followers' copies (ADR 0017).

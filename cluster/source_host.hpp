@@ -18,7 +18,6 @@
 
 namespace tidings::cluster {
 
-using member_gone_atom = caf::atom_constant<caf::atom("cgone")>;
 using source_subscribe_reply_ptr = std::shared_ptr<actors::source_subscribe_reply>;
 
 using source_host_actor = caf::typed_actor<

@@ -26,12 +26,6 @@ namespace tidings::cluster {
 using router_members = std::vector<std::pair<std::string, caf::actor>>;
 using router_members_ptr = std::shared_ptr<const router_members>;
 
-using members_atom = caf::atom_constant<caf::atom("cmembers")>;
-// router -> node: this node's watches changed (send the copies now), and
-// a watch is being stopped everywhere (forget its orphaned copy).
-using watches_changed_atom = caf::atom_constant<caf::atom("cwchanged")>;
-using stopping_atom = caf::atom_constant<caf::atom("cwstopping")>;
-
 // Every request and answer is the serialized protobuf named in atoms.hpp.
 using watch_router_actor =
     caf::typed_actor<caf::replies_to<wstart_atom, std::string>::with<std::string>,

@@ -17,31 +17,15 @@
 #include "cluster/wire.hpp"
 #include "proto/cluster.pb.h"
 #include "tests/cluster/coordinated_system.hpp"
+#include "tests/cluster/fake_watch_manager.hpp"
 
 namespace {
 
 using namespace tidings;
 using namespace tidings::cluster;
 
-struct manager_log {
-  std::vector<actors::watch_start_request_ptr> starts;
-  std::vector<actors::watch_list_request_ptr> lists;
-  std::vector<actors::watch_stop_request_ptr> stops;
-};
-
-actors::watch_manager_actor::behavior_type fake_manager(actors::watch_manager_actor::pointer,
-                                                        const std::shared_ptr<manager_log>& log) {
-  return {
-      [log](actors::start_atom, const actors::watch_start_request_ptr& r) { log->starts.push_back(r); },
-      [log](actors::list_atom, const actors::watch_list_request_ptr& r) { log->lists.push_back(r); },
-      [log](actors::stop_atom, const actors::watch_stop_request_ptr& r) { log->stops.push_back(r); },
-      [](actors::restore_atom) {},
-      [](actors::specs_atom, const actors::watch_specs_request_ptr&) {},
-      [](actors::release_atom, const actors::watch_release_request_ptr&) {},
-      [](actors::task_atom, const actors::actor_task&) {},
-      [](actors::shutdown_atom) {},
-  };
-}
+using tidings::testing::fake_manager;
+using tidings::testing::manager_log;
 
 // What reached a node actor.
 struct node_log {
