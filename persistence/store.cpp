@@ -17,6 +17,7 @@
 #include <limits>
 #include <mutex>
 #include <system_error>
+#include <tuple>
 
 #include "persistence/keys.hpp"
 #include "proto/tidings.pb.h"
@@ -513,16 +514,36 @@ status store::list_idempotency(std::uint64_t stream_id, std::size_t max,
                                const std::function<bool(const idempotency_record&)>& keep,
                                std::vector<std::pair<std::string, idempotency_record>>* out) {
   out->clear();
+  if (max == 0) return {};
+  // The newest `max` by log position: a heap whose top is the oldest kept,
+  // replaced whenever a newer one comes. Keys are in random order against
+  // seqs, so every record of the stream is read (they expire by age, ADR
+  // 0005, so their number is bounded by a day of the stream's writes).
+  using entry = std::pair<std::string, idempotency_record>;
+  const auto newer = [](const entry& a, const entry& b) {
+    return std::tie(a.second.epoch, a.second.first_seq) > std::tie(b.second.epoch, b.second.first_seq);
+  };
   auto prefix = idempotency_key(stream_id, "");
   std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(rocksdb::ReadOptions(), families_[idempotency_cf]));
-  for (it->Seek(prefix); it->Valid() && out->size() < max; it->Next()) {
+  for (it->Seek(prefix); it->Valid(); it->Next()) {
     auto key = it->key().ToStringView();
     if (!key.starts_with(prefix)) break;
     idempotency_record record;
     if (!parse(it->value().ToStringView(), &record)) return status::error("corrupt idempotency record");
     if (keep && !keep(record)) continue;
-    out->emplace_back(std::string(key.substr(prefix.size())), record);
+    entry e{std::string(key.substr(prefix.size())), record};
+    if (out->size() < max) {
+      out->push_back(std::move(e));
+      std::push_heap(out->begin(), out->end(), newer);
+    } else if (newer(e, out->front())) {
+      std::pop_heap(out->begin(), out->end(), newer);
+      out->back() = std::move(e);
+      std::push_heap(out->begin(), out->end(), newer);
+    }
   }
+  // Oldest first, as a log is read.
+  std::sort_heap(out->begin(), out->end(), newer);
+  std::reverse(out->begin(), out->end());
   return from(it->status(), "list idempotency records");
 }
 

@@ -157,11 +157,10 @@ class store {
 
   status get_idempotency(std::uint64_t stream_id, const std::string& key,
                          std::optional<idempotency_record>* out);
-  // Up to `max` of a stream's idempotency records that `keep` accepts (all:
-  // none given), in key order, for a handoff or a catch-up. The scan stops
-  // at `max` kept ones rather than read them all: a stream with more live
-  // keys than that in the epoch sent loses some of them on the way
-  // (docs/cluster.md, Limits).
+  // The newest `max` (by epoch, then seq) of a stream's idempotency records
+  // that `keep` accepts (all: none given), oldest first, for a handoff or a
+  // catch-up: a retry is likeliest for what was written last. Reads every
+  // record of the stream (docs/cluster.md, Limits).
   status list_idempotency(std::uint64_t stream_id, std::size_t max,
                           const std::function<bool(const idempotency_record&)>& keep,
                           std::vector<std::pair<std::string, idempotency_record>>* out);

@@ -468,7 +468,8 @@ TEST_CASE("truncate_after drops a tail and the same set writes its replacement",
   CHECK(meta->head_seq == 8);
 }
 
-TEST_CASE("listing idempotency records stops at max of those the filter keeps", "[store]") {
+TEST_CASE("listing idempotency records gives the newest max of those the filter keeps, oldest first",
+          "[store]") {
   temp_dir tmp;
   auto db = open_store(tmp.db());
   group_committer gc(*db);
@@ -484,13 +485,22 @@ TEST_CASE("listing idempotency records stops at max of those the filter keeps", 
   REQUIRE(db->list_idempotency(1, 100, nullptr, &got).ok());
   CHECK(got.size() == 40);
   // Filtered in the scan: the records it drops do not count towards max.
+  // Newest by seq, whatever their keys' order (k0, k1, k10, k11, ...): k0
+  // names seq 100, k2 seq 98, k4 seq 96.
   const auto epoch_7 = [](const idempotency_record& r) { return r.epoch == 7; };
   REQUIRE(db->list_idempotency(1, 3, epoch_7, &got).ok());
   REQUIRE(got.size() == 3);
-  CHECK(got[0].first == "k0");  // key order: k0, k1, k10, k11, k12, ...
-  CHECK(got[1].first == "k10");
-  CHECK(got[2].first == "k12");
+  CHECK(got[0].first == "k4");
+  CHECK(got[1].first == "k2");
+  CHECK(got[2].first == "k0");
   for (const auto& [key, rec] : got) CHECK(rec.epoch == 7);
+  // A later epoch is newer than any seq of an earlier one.
+  REQUIRE(db->list_idempotency(1, 2, nullptr, &got).ok());
+  REQUIRE(got.size() == 2);
+  CHECK(got[0].first == "k3");  // epoch 8, seq 97
+  CHECK(got[1].first == "k1");  // epoch 8, seq 99
+  REQUIRE(db->list_idempotency(1, 0, nullptr, &got).ok());
+  CHECK(got.empty());
   REQUIRE(db->list_idempotency(2, 3, nullptr, &got).ok());
   CHECK(got.empty());  // another stream's
 }
