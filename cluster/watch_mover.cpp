@@ -117,7 +117,7 @@ bool running_somewhere(const watch_mover_state& st, const persistence::watch_id&
 // Starts the orphans this node owns now (and drops those running again).
 void adopt_orphans(self_ptr self) {
   auto& st = self->state;
-  if (st.draining) return;
+  if (st.draining || !st.cfg.watches) return;
   for (auto it = st.orphans.begin(); it != st.orphans.end();) {
     const auto& id = it->first;
     if (running_somewhere(st, id)) {
@@ -212,7 +212,7 @@ bool ready_to_take(const watch_mover_state& st, const std::string& owner, const 
 // that member is up and has restored its own (a join, a return).
 void return_watches(self_ptr self) {
   auto& st = self->state;
-  if (st.draining) return;
+  if (st.draining || !st.cfg.watches) return;
   for (const auto& [listed, running] : st.local) {
     const persistence::watch_id id = listed;  // (a lambda below keeps it)
     if (!running || st.yielding.contains(id) || st.returning.contains(id) || st.adopting.contains(id))
@@ -257,6 +257,7 @@ void send_if_changed(self_ptr self, const std::string& bytes) {
 void sync(self_ptr self) {
   auto& st = self->state;
   caf::anon_send(st.cfg.node, pins_due_atom::value);
+  if (!st.cfg.watches) return;  // this node runs no watches
   auto req = std::make_shared<actors::watch_specs_request>();
   watch_mover_actor me = self;
   req->reply = [me, id = st.cfg.self_id](const std::vector<actors::watch_spec_state>& specs, bool restored) {
@@ -333,6 +334,10 @@ caf::result<bool> move_out(self_ptr self) {
                        if (!g->answered) logging::warn("cluster.move_out_timeout", {});
                        g->fire(false);
                      }});
+  if (!st.cfg.watches) {
+    g->done();
+    return rp;
+  }
   ++g->left;
   auto req = std::make_shared<actors::watch_specs_request>();
   auto listed = std::make_shared<std::vector<actors::watch_spec_state>>();
