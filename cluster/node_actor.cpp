@@ -45,7 +45,6 @@ void on_change(self_ptr self) {
       m->peers.emplace_back(*st.table.find(id), handle);
       members->emplace_back(id, handle);
     }
-  self->send(st.watch_router, members_atom::value, router_members_ptr(std::move(members)));
   auto moving = std::make_shared<mover_members>();
   moving->placement = m->live;
   for (const auto& id : m->holders) {
@@ -53,12 +52,14 @@ void on_change(self_ptr self) {
     auto h = st.handles.find(id);
     moving->up[id] = {h == st.handles.end() ? caf::actor{} : h->second, st.table.find(id)->draining};
   }
-  self->send(st.watch_mover, members_atom::value, mover_members_ptr(std::move(moving)));
   logging::info("cluster.members", {{"live", static_cast<std::uint64_t>(m->live.size())},
                                     {"connected", static_cast<std::uint64_t>(m->peers.size())},
                                     {"lost", static_cast<std::uint64_t>(m->lost.size())},
                                     {"member", st.table.is_member()}});
   st.cfg.view->update(std::move(m));
+  // After the view: what they decide from these reads placement there.
+  self->send(st.watch_router, members_atom::value, router_members_ptr(std::move(members)));
+  self->send(st.watch_mover, members_atom::value, mover_members_ptr(std::move(moving)));
   st.cfg.hubs->reroute();
   st.cfg.view->follow_sources(true);
   rebalance(self);
@@ -658,8 +659,8 @@ caf::behavior node(node_actor* self, node_config cfg) {
       [self](pins_due_atom) { sync_pins(self); },
       // A stop reaches every member: a lost member's copy of it must not
       // bring it back later.
-      [self](stopping_atom, const std::string& tenant, const std::string& name) {
-        self->send(self->state.watch_mover, stopping_atom::value, tenant, name);
+      [self](stopping_atom, const std::string& tenant, const std::string& name) -> caf::result<bool> {
+        return self->delegate(self->state.watch_mover, stopping_atom::value, tenant, name);
       },
       [self](drain_end_atom) { end_drain(self); },
       [self](wcopy_atom, const std::string& bytes) {

@@ -384,6 +384,7 @@ watch_mover_actor::behavior_type watch_mover(watch_mover_actor::stateful_pointer
       },
       [self](stopping_atom, const std::string& tenant, const std::string& name) {
         self->state.orphans.erase({tenant, name});
+        return true;
       },
       [self](returns_atom) { return_watches(self); },
       [self](move_out_atom) { return move_out(self); },

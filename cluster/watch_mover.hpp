@@ -58,8 +58,9 @@ using watch_mover_actor = caf::typed_actor<
     // Read this node's specs again and send them where they changed
     // (`again`: to every peer, changed or not).
     caf::reacts_to<tick_atom, bool>,
-    // A watch is being stopped everywhere: its orphaned copy is forgotten.
-    caf::reacts_to<stopping_atom, std::string, std::string>,
+    // A watch is being stopped everywhere: its orphaned copy is forgotten
+    // (answered once it is, so the stop comes after any start from it).
+    caf::replies_to<stopping_atom, std::string, std::string>::with<bool>,
     // Membership settled: hand joined members the watches placed there.
     caf::reacts_to<returns_atom>,
     // Draining: release every watch to its new owner; answers when done or

@@ -127,10 +127,7 @@ caf::result<std::string> on_watch_list_here(self_ptr self, const std::string& te
 
 caf::result<std::string> on_watch_stop_here(self_ptr self, const std::string& tenant,
                                             const std::string& name) {
-  // A stop reaches every member: a lost member's copy of it must not
-  // bring it back later.
   auto node = self->state.cfg.node;
-  caf::anon_send(node, stopping_atom::value, tenant, name);
   auto rp = self->make_response_promise<std::string>();
   auto token = keep(self, rp);
   auto req = std::make_shared<actors::watch_stop_request>();
@@ -147,8 +144,14 @@ caf::result<std::string> on_watch_stop_here(self_ptr self, const std::string& te
     caf::anon_send(node, watches_changed_atom::value);
     caf::anon_send(me, done_atom::value, token, out.SerializeAsString());
   };
-  self->send(self->state.cfg.watches, actors::stop_atom::value,
-             actors::watch_stop_request_ptr(std::move(req)));
+  // A stop reaches every member: a lost member's copy of it must not bring
+  // it back later. It is forgotten first, so that any start of it from that
+  // copy reached the manager before this stop does.
+  auto stop = [self, req] {
+    self->send(self->state.cfg.watches, actors::stop_atom::value, actors::watch_stop_request_ptr(req));
+  };
+  self->request(node, ask_timeout, stopping_atom::value, tenant, name)
+      .then([stop](bool) { stop(); }, [stop](caf::error&) { stop(); });
   return rp;
 }
 

@@ -224,3 +224,32 @@ TEST_CASE("a watch the joined member refuses runs here again from its released p
   f.copies_from_b({}, true);
   CHECK(f.manager->releases.size() == 1);
 }
+
+TEST_CASE("a watch stopped everywhere is not started again from a lost member's copy", "[watch_mover]") {
+  fixture f;
+  f.members({"a", "b"}, true);
+  f.specs({});
+  f.copies_from_b({"w1"}, true);
+  f.owner = "c";  // another survivor owns it: kept here as an orphan, not started
+  caf::anon_send(f.mover, member_gone_atom::value, std::string("b"));
+  f.sched->run();
+  REQUIRE(f.manager->starts.empty());
+
+  auto forgotten = std::make_shared<bool>(false);
+  f.sys->spawn(
+      [](caf::event_based_actor* self, const watch_mover_actor& mover,
+         const std::shared_ptr<bool>& answered) {
+        self->request(mover, caf::infinite, stopping_atom::value, std::string("t1"), std::string("w1"))
+            .then([answered](bool) { *answered = true; });
+      },
+      f.mover, forgotten);
+  f.sched->run();
+  CHECK(*forgotten);
+
+  // Even once this node owns it, the stopped watch stays stopped.
+  f.owner = "";
+  caf::anon_send(f.mover, tick_atom::value, false);
+  f.sched->run();
+  f.specs({});
+  CHECK(f.manager->starts.empty());
+}

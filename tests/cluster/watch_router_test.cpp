@@ -49,7 +49,10 @@ caf::behavior own_node(caf::event_based_actor* self, const std::shared_ptr<watch
         return self->delegate(*router, a, tenant, name);
       },
       [log](watches_changed_atom) { ++log->changed; },
-      [log](stopping_atom, const std::string&, const std::string& name) { log->stopping.push_back(name); },
+      [log](stopping_atom, const std::string&, const std::string& name) {
+        log->stopping.push_back(name);
+        return true;
+      },
   };
 }
 
