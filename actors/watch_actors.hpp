@@ -44,6 +44,16 @@ struct actor_task {
   std::function<void()> run;
 };
 
+// A task that, wherever it runs (another actor's callback, another
+// thread), continues with `fn` inside `target`, which runs what it gets as
+// (task_atom, actor_task). `fn` may use the target's state freely.
+template <class Handle>
+actor_task continue_in(Handle target, std::function<void()> fn) {
+  return actor_task{[target = std::move(target), fn = std::move(fn)] {
+    caf::anon_send(target, task_atom::value, actor_task{fn});
+  }};
+}
+
 using watch_filter_actor = caf::typed_actor<
     // Build the baseline (or load the restored position), compile and
     // dry-run the filter; the reply says whether the watch can start.

@@ -15,11 +15,8 @@ namespace {
 using self_ptr = watch_manager_actor::stateful_pointer<watch_manager_state>;
 
 // A task that, wherever it runs, continues with `fn` inside the manager.
-// `fn` may use `self` freely: it only ever runs in the manager's own context.
 actor_task in_manager(self_ptr self, std::function<void()> fn) {
-  watch_manager_actor handle = self;
-  return actor_task{
-      [handle, fn = std::move(fn)] { caf::anon_send(handle, task_atom::value, actor_task{fn}); }};
+  return continue_in(watch_manager_actor{self}, std::move(fn));
 }
 
 std::int64_t now_ms() {

@@ -10,6 +10,7 @@
 // (watch_mover.hpp).
 
 #include <memory>
+#include <utility>
 
 #include "cluster/atoms.hpp"
 #include "cluster/node_actor.hpp"
@@ -25,13 +26,6 @@ using self_ptr = node_actor*;
 // caller waits for both (cluster_member::drain). The watch mover bounds
 // its own part by the same time.
 constexpr auto move_out_for = std::chrono::seconds(8);
-
-// A task that runs `fn` inside the node actor, from any thread.
-actors::actor_task in_node(self_ptr self, std::function<void()> fn) {
-  caf::actor me = caf::actor_cast<caf::actor>(self);
-  return actors::actor_task{
-      [me, fn = std::move(fn)] { caf::anon_send(me, actors::task_atom::value, actors::actor_task{fn}); }};
-}
 
 }  // namespace
 
@@ -71,24 +65,21 @@ void move_out(self_ptr self, std::function<void()> then) {
   auto& st = self->state;
   // Runs `then` once the watches and sources are out, or after
   // move_out_for whatever is left (a source that does not end).
-  auto left = std::make_shared<int>(2);
   auto once = std::make_shared<std::function<void()>>(std::move(then));
-  auto done = [left, once] {
-    if (--*left > 0 || !*once) return;
-    auto fn = std::move(*once);
-    *once = nullptr;
-    fn();
+  auto fire = [once] {
+    if (auto fn = std::exchange(*once, nullptr)) fn();
   };
-  self->delayed_send(self, move_out_for, actors::task_atom::value, actors::actor_task{[left, once] {
-                       if (!*once) return;
-                       logging::warn("cluster.move_out_timeout", {});
-                       *left = 1;
-                       auto fn = std::move(*once);
-                       *once = nullptr;
-                       fn();
+  auto left = std::make_shared<int>(2);
+  auto done = [left, fire] {
+    if (--*left == 0) fire();
+  };
+  self->delayed_send(self, move_out_for, actors::task_atom::value, actors::actor_task{[once, fire] {
+                       if (*once) logging::warn("cluster.move_out_timeout", {});
+                       fire();
                      }});
   if (st.cfg.sources)
-    self->send(st.cfg.sources, actors::source_handoff_atom::value, in_node(self, done));
+    self->send(st.cfg.sources, actors::source_handoff_atom::value,
+               actors::continue_in(caf::actor_cast<caf::actor>(self), done));
   else
     done();
   self->request(st.watch_mover, move_out_for + std::chrono::seconds(1), move_out_atom::value)

@@ -22,9 +22,7 @@ constexpr auto return_pause = std::chrono::seconds(30);
 
 // A task that runs `fn` inside this actor, from any thread.
 actors::actor_task in_mover(self_ptr self, std::function<void()> fn) {
-  watch_mover_actor me = self;
-  return actors::actor_task{
-      [me, fn = std::move(fn)] { caf::anon_send(me, actors::task_atom::value, actors::actor_task{fn}); }};
+  return actors::continue_in(watch_mover_actor{self}, std::move(fn));
 }
 
 std::string placement_key(const std::string& name) {
