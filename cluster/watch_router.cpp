@@ -23,21 +23,6 @@ std::uint64_t keep(self_ptr self, const caf::typed_response_promise<std::string>
   return token;
 }
 
-proto::WatchInfo to_proto(const actors::watch_info& w, const std::string& node) {
-  proto::WatchInfo p;
-  p.set_name(w.name);
-  p.set_uri(w.uri);
-  p.set_shape(w.shape);
-  p.set_events(w.events);
-  p.set_notices(w.notices);
-  p.set_filter_errors(w.filter_errors);
-  p.set_state(w.state);
-  p.set_restore_failed(w.restore_failed);
-  p.set_error(w.error);
-  p.set_node(node);
-  return p;
-}
-
 // Asks every member `ask(target)` and folds each answer (or nullopt for a
 // member that did not answer) into `fold`; `done` runs once, after all.
 // Every up member's node actor, this node's own included.

@@ -205,4 +205,19 @@ persistence::watch_progress progress_of(const proto::WatchProgress& p) {
   return progress;
 }
 
+proto::WatchInfo to_proto(const actors::watch_info& w, const std::string& node) {
+  proto::WatchInfo p;
+  p.set_name(w.name);
+  p.set_uri(w.uri);
+  p.set_shape(w.shape);
+  p.set_events(w.events);
+  p.set_notices(w.notices);
+  p.set_filter_errors(w.filter_errors);
+  p.set_state(w.state);
+  p.set_restore_failed(w.restore_failed);
+  p.set_error(w.error);
+  p.set_node(node);
+  return p;
+}
+
 }  // namespace tidings::cluster

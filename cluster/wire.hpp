@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "actors/messages.hpp"
+#include "actors/watch_types.hpp"
 #include "cluster/member_table.hpp"
 #include "persistence/watch_records.hpp"
 #include "proto/cluster.pb.h"
@@ -41,6 +42,8 @@ proto::WatchStart to_proto(const persistence::watch_spec& spec);
 persistence::watch_spec spec_of(const proto::WatchStart& p);
 proto::WatchProgress to_proto(const persistence::watch_progress& progress);
 persistence::watch_progress progress_of(const proto::WatchProgress& p);
+// One row of a member's watch list, as `node` runs it.
+proto::WatchInfo to_proto(const actors::watch_info& w, const std::string& node);
 
 // A string with its parse checked: garbage from a peer is an error, never
 // a default-constructed message.
