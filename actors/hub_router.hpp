@@ -41,6 +41,11 @@ class hub_router {
   // subscribe there, answer `req` (from any thread) and return true.
   virtual bool subscribe_elsewhere(const std::string& tenant, const std::string& stream,
                                    const source_subscribe_request_ptr& req) = 0;
+  // A source runs here for a subscriber of this node: the lease it gets
+  // follows the source when it moves to another member (ADR 0016), so in
+  // a cluster every subscription is a hold. Returns the lease to hand out.
+  virtual source_lease_ptr hold_here(const std::string& tenant, const std::string& uri,
+                                     const std::string& stream, source_lease_ptr lease) = 0;
   // This node's member id.
   virtual std::string self_id() = 0;
   // Replication (ADR 0017): the log shipper of a hub this node just

@@ -27,6 +27,7 @@ using source_list_atom = caf::atom_constant<caf::atom("srclist")>;
 using source_stop_atom = caf::atom_constant<caf::atom("srcstop")>;
 using source_reload_atom = caf::atom_constant<caf::atom("srcreload")>;
 using source_handoff_atom = caf::atom_constant<caf::atom("srchandoff")>;
+using source_return_atom = caf::atom_constant<caf::atom("srcreturn")>;
 
 // One running source, as the list views show it.
 struct source_info {
@@ -121,6 +122,11 @@ using source_registry_actor = caf::typed_actor<
     // move to their new owners, where subscribers start them again), then
     // run the task once none runs.
     caf::reacts_to<source_handoff_atom, actor_task>,
+    // The source writing (tenant, stream) goes to its placement owner, a
+    // member that joined (ADR 0016): it closes and its leases are void
+    // (their holders follow it there); the task runs once it is down, at
+    // once when none runs.
+    caf::reacts_to<source_return_atom, std::string, std::string, actor_task>,
     // The node stops: close every upstream, then quit.
     caf::reacts_to<source_stop_atom>>;
 

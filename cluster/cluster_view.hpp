@@ -133,6 +133,8 @@ class cluster_view final : public actors::hub_router {
   void pull(const actors::stream_key& key, actors::hub_handoff_actor hub) override;
   bool subscribe_elsewhere(const std::string& tenant, const std::string& stream,
                            const actors::source_subscribe_request_ptr& req) override;
+  actors::source_lease_ptr hold_here(const std::string& tenant, const std::string& uri,
+                                     const std::string& stream, actors::source_lease_ptr lease) override;
   std::optional<actors::stream_tail> read_tail(const actors::stream_key& key, std::size_t max,
                                                std::chrono::milliseconds timeout) override;
 
@@ -140,12 +142,16 @@ class cluster_view final : public actors::hub_router {
   void set_node(caf::actor node);
   // Where a source runs when this node becomes its owner.
   void set_sources(actors::source_registry_actor sources);
-  // Subscribes again every hold whose member is gone or draining (a
-  // membership change, and every tick to retry).
+  // Subscribes again every hold whose member is gone or draining, or has
+  // returned the source to its placement owner (a membership change, a
+  // member's returns, and every tick to retry).
   // A membership change also retries holds that gave up (the new owner
   // may serve what the old one refused).
   void follow_sources(bool membership_changed);
   std::size_t source_holds() const;
+  // The source streams `holder` ("" for this node) returned to their
+  // placement owners lately; true when that changed.
+  bool set_returned(const std::string& holder, std::set<actors::stream_key> keys);
   // Who held `key` before this node if not this node: the top of the
   // holders without us ("" when there is nobody else).
   std::string previous_holder(const std::string& tenant, const std::string& key) const;
@@ -191,6 +197,7 @@ class cluster_view final : public actors::hub_router {
     std::chrono::steady_clock::time_point at;
   };
   std::map<actors::stream_key, unpinned> last_pinned_by_;
+  std::map<std::string, std::set<actors::stream_key>> returned_;  // by holder, "" for this node
 
   void resubscribe(const std::shared_ptr<source_hold>& hold, const std::string& owner);
 

@@ -235,6 +235,7 @@ void on_agreed(self_ptr self, const agreed_members& list) {
     logging::warn("cluster.member_down", {{"node", id}});
     self->send(st.source_host, member_gone_atom::value, id);
     self->send(st.watch_mover, member_gone_atom::value, id);
+    st.cfg.view->set_returned(id, {});
     if (st.cfg.view->set_pins(id, {})) st.cfg.hubs->reroute();
   }
   dial_unconnected(self);
@@ -263,6 +264,9 @@ void on_tick(self_ptr self) {
   bool again = ++st.ticks % 10 == 0;
   if (again) st.pins_sent.clear();
   sync_pins(self);
+  // A joiner this node could not reach at the rebalance gets its sources
+  // once it can.
+  return_sources(self);
   self->send(st.watch_mover, tick_atom::value, again);
   self->delayed_send(self, st.cfg.dial_interval, tick_atom::value);
 }

@@ -108,6 +108,14 @@ struct node_state {
   std::optional<caf::response_promise> drain_reply;
   bool moving_out = false;  // draining: watches and sources not yet released
 
+  // Sources this node runs that placement puts on a member that joined:
+  // being closed here (`asked`), and closed, with when (`done`, sent with
+  // the pins for a while so that their holds follow).
+  struct source_returns {
+    std::set<actors::stream_key> asked;
+    std::map<actors::stream_key, std::chrono::steady_clock::time_point> done;
+  } returns;
+
   std::string pins_sent;  // our Pins, as last sent to pins_peers
   std::set<caf::actor_addr> pins_peers;
   unsigned ticks = 0;  // every tenth sends watch copies and pins again, changed or not
@@ -171,6 +179,9 @@ void on_peer_pins(node_actor* self, const std::string& bytes);
 // Draining: the watch mover releases every watch to its new owner and every
 // source closes; then `then` runs.
 void move_out(node_actor* self, std::function<void()> then);
+// Closes each source running here that placement puts on another member
+// now (one that joined); their holds follow them there (ADR 0016).
+void return_sources(node_actor* self);
 
 // node_replicas.cpp: followers' copies (ADR 0017).
 // This node's membership lapsed: no copy here may still count as in sync

@@ -519,6 +519,7 @@ void on_rebalance(self_ptr self, std::uint64_t generation) {
   if (generation != st.rebalance_generation) return;
   if (!st.draining) {
     rebalance_now(self);
+    return_sources(self);
     return self->send(st.watch_mover, returns_atom::value);
   }
   if (!st.drain_reply || st.moving_out) return;

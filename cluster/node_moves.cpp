@@ -15,6 +15,8 @@
 #include "cluster/atoms.hpp"
 #include "cluster/node_actor.hpp"
 #include "cluster/wire.hpp"
+#include "core/placement.hpp"
+#include "core/stream_name.hpp"
 #include "logging/log.hpp"
 
 namespace tidings::cluster {
@@ -26,6 +28,8 @@ using self_ptr = node_actor*;
 // caller waits for both (cluster_member::drain). The watch mover bounds
 // its own part by the same time.
 constexpr auto move_out_for = std::chrono::seconds(8);
+// How long a returned source is listed in this node's pins.
+constexpr auto returns_told_for = std::chrono::seconds(60);
 
 }  // namespace
 
@@ -38,6 +42,20 @@ void sync_pins(self_ptr self) {
     k->set_tenant(key.tenant);
     k->set_stream(key.name);
   }
+  // Returned sources are told for a while: long enough for every holder
+  // to follow, or to hear it again from the tenth tick's resend.
+  const auto now = std::chrono::steady_clock::now();
+  std::erase_if(st.returns.done, [&](const auto& entry) {
+    return now - entry.second > returns_told_for || st.cfg.hubs->pinned(entry.first);
+  });
+  std::set<actors::stream_key> returned;
+  for (const auto& [key, at] : st.returns.done) {
+    auto* k = pins.add_returned();
+    k->set_tenant(key.tenant);
+    k->set_stream(key.name);
+    returned.insert(key);
+  }
+  if (st.cfg.view->set_returned("", std::move(returned))) st.cfg.view->follow_sources(false);
   // To every up peer unless each of them has it already: new peers (or
   // restarted ones, a new handle) get it even when nothing changed here.
   auto bytes = pins.SerializeAsString();
@@ -57,8 +75,35 @@ void on_peer_pins(self_ptr self, const std::string& bytes) {
   if (!parse(bytes, &pins) || pins.holder().empty() || pins.holder() == st.table.self().id) return;
   std::set<actors::stream_key> keys;
   for (const auto& k : pins.keys()) keys.insert({k.tenant(), k.stream()});
+  std::set<actors::stream_key> returned;
+  for (const auto& k : pins.returned()) returned.insert({k.tenant(), k.stream()});
   // Streams pinned elsewhere are read and written there: relays follow.
   if (st.cfg.view->set_pins(pins.holder(), std::move(keys))) st.cfg.hubs->reroute();
+  // Sources returned to their owners: the holds here follow them (after
+  // the pins, so that they ask where the stream is owned now).
+  if (st.cfg.view->set_returned(pins.holder(), std::move(returned))) st.cfg.view->follow_sources(false);
+}
+
+void return_sources(self_ptr self) {
+  auto& st = self->state;
+  if (!st.cfg.sources || st.draining) return;
+  auto m = st.cfg.view->current();
+  for (const auto& key : st.cfg.hubs->pinned_keys()) {
+    if (!key.name.starts_with(core::source_stream_prefix) || st.returns.asked.contains(key)) continue;
+    auto placed = core::owner_of(m->live, key.tenant, key.name);
+    if (placed.empty() || placed == m->self_id || !m->node_of(placed)) continue;
+    logging::info("cluster.source_return", {{"tenant", key.tenant}, {"stream", key.name}, {"to", placed}});
+    st.returns.asked.insert(key);
+    self->send(st.cfg.sources, actors::source_return_atom::value, key.tenant, key.name,
+               actors::continue_in(caf::actor_cast<caf::actor>(self), [self, key] {
+                 auto& st = self->state;
+                 st.returns.asked.erase(key);
+                 if (!st.cfg.hubs->pinned(key)) st.returns.done[key] = std::chrono::steady_clock::now();
+                 sync_pins(self);
+                 // Its log goes to the owner too, as the rebalance hands it.
+                 rebalance(self);
+               }));
+  }
 }
 
 void move_out(self_ptr self, std::function<void()> then) {

@@ -41,11 +41,34 @@ std::size_t cluster_view::source_holds() const {
   return holds_->live().size();
 }
 
+bool cluster_view::set_returned(const std::string& holder, std::set<actors::stream_key> keys) {
+  std::lock_guard lock(mutex_);
+  auto& old = returned_[holder];
+  if (old == keys) return false;
+  old = std::move(keys);
+  return true;
+}
+
+actors::source_lease_ptr cluster_view::hold_here(const std::string& tenant, const std::string& uri,
+                                                 const std::string& stream, actors::source_lease_ptr lease) {
+  auto hold = std::make_shared<source_hold>();
+  hold->tenant = tenant;
+  hold->uri = uri;
+  hold->stream = stream;
+  auto id = lease->id();
+  hold->local = std::move(lease);
+  holds_->add(hold);
+  // The lease keeps the hold; the hold's end releases whichever lease it
+  // has then.
+  return std::make_shared<actors::source_lease>(id, [hold](std::uint64_t) {});
+}
+
 void cluster_view::follow_sources(bool membership_changed) {
   auto m = current();
   for (auto& hold : holds_->live()) {
     std::string holder;
     bool retry = false;
+    actors::stream_key key{hold->tenant, hold->stream};
     {
       std::lock_guard lock(hold->mutex);
       if (membership_changed && hold->gave_up) {
@@ -53,15 +76,35 @@ void cluster_view::follow_sources(bool membership_changed) {
         hold->backoff = {};
         hold->next_try = {};
       }
-      if (hold->moving || hold->gave_up || hold->holder.empty()) continue;
-      if (std::find(m->live.begin(), m->live.end(), hold->holder) != m->live.end()) continue;
-      if (std::chrono::steady_clock::now() < hold->next_try) continue;
+      if (hold->moving || hold->gave_up) continue;
       holder = hold->holder;
+    }
+    bool gone = !holder.empty() && std::find(m->live.begin(), m->live.end(), holder) == m->live.end();
+    bool returned = false;
+    {
+      std::lock_guard lock(mutex_);
+      auto r = returned_.find(holder);
+      returned = r != returned_.end() && r->second.contains(key);
+    }
+    if (!gone && !returned) continue;
+    // Running here again (a new start since the return).
+    if (holder.empty() && hubs_.pinned(key)) continue;
+    auto owner = owner_of(hold->tenant, hold->stream);
+    // Returned, but this node has not heard that the holder let the
+    // stream go: the next tick (or its pins) tries again.
+    if (owner == no_member || (!gone && owner == holder)) continue;
+    {
+      std::lock_guard lock(hold->mutex);
+      if (hold->moving || hold->holder != holder || std::chrono::steady_clock::now() < hold->next_try)
+        continue;
       retry = hold->backoff.count() > 0;
       hold->moving = true;
     }
-    if (!retry) logging::info("cluster.source_follow", {{"uri", hold->uri}, {"from", holder}});
-    resubscribe(hold, owner_of(hold->tenant, hold->stream));
+    if (!retry)
+      logging::info("cluster.source_follow", {{"uri", hold->uri},
+                                              {"from", holder.empty() ? std::string("this node") : holder},
+                                              {"reason", gone ? "member gone" : "returned to its owner"}});
+    resubscribe(hold, owner);
   }
 }
 

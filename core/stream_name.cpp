@@ -25,7 +25,7 @@ bool valid_stream_name(std::string_view name) {
 // Watch notices go to "watch:<name>" (DESIGN.md) and a source's events to
 // "src:<hash>" (issue 4): names publishers cannot use but readers may.
 bool readable_stream_name(std::string_view name) {
-  for (std::string_view prefix : {"watch:", "src:"}) {
+  for (std::string_view prefix : {watch_stream_prefix, source_stream_prefix}) {
     if (!name.starts_with(prefix)) continue;
     name.remove_prefix(prefix.size());
     break;

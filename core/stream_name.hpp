@@ -6,6 +6,10 @@
 
 namespace tidings::core {
 
+// What a watch's notice stream and a source's stream are named by.
+inline constexpr std::string_view watch_stream_prefix = "watch:";
+inline constexpr std::string_view source_stream_prefix = "src:";
+
 // [a-z0-9][a-z0-9._-]{0,127}
 bool valid_stream_name(std::string_view name);
 // A valid name, or "watch:" or "src:" and a valid name (a watch's notices, a

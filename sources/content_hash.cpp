@@ -3,6 +3,8 @@
 #include <openssl/evp.h>
 #include <array>
 
+#include "core/stream_name.hpp"
+
 namespace tidings::sources {
 
 std::string sha256_hex(std::string_view data) {
@@ -20,7 +22,7 @@ std::string sha256_hex(std::string_view data) {
 }
 
 std::string source_stream_name(std::string_view source_key) {
-  return "src:" + sha256_hex(source_key).substr(0, 16);
+  return std::string(core::source_stream_prefix) + sha256_hex(source_key).substr(0, 16);
 }
 
 }  // namespace tidings::sources

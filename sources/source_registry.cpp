@@ -144,6 +144,10 @@ void on_routed(self_ptr self, const actors::source_subscribe_request_ptr& req, c
       r.key = key;
       r.shape = shape;
       r.lease = actors::make_source_lease(actors::source_registry_actor(self), id);
+      // A subscriber of this node in a cluster: the lease follows the
+      // source when it leaves for its placement owner.
+      if (auto* router = st.cfg.hubs->router(); router && !req->here)
+        r.lease = router->hold_here(req->tenant, req->uri, stream, std::move(r.lease));
       req->reply(std::move(r));
     });
   });
@@ -331,6 +335,30 @@ void on_reload(self_ptr self, const actors::source_reload_request_ptr& req) {
   finish_one();
 }
 
+// The source of (tenant, stream) leaves for its placement owner: its
+// leases are void at once (their holds subscribe again there), and `then`
+// runs once it is down, after its stream is unpinned.
+void on_return(self_ptr self, const std::string& tenant, const std::string& stream,
+               const actors::actor_task& then) {
+  auto& st = self->state;
+  auto it = std::find_if(st.sources.begin(), st.sources.end(), [&](const auto& entry) {
+    auto info = entry.second.status->get();
+    return info.tenant == tenant && info.stream == stream;
+  });
+  if (it == st.sources.end()) {
+    if (then.run) then.run();
+    return;
+  }
+  auto k = it->first;
+  logging::info("source.stopping",
+                {{"key", it->second.status->get().key}, {"reason", "moving to its owner"}});
+  drop_leases(self, it->second.leases);
+  close_entry(self, k);
+  st.after_close[k].push_back([then] {
+    if (then.run) then.run();
+  });
+}
+
 // Handing off: the waiting tasks run once no source runs or closes.
 void run_when_idle(self_ptr self) {
   auto& st = self->state;
@@ -408,6 +436,8 @@ actors::source_registry_actor::behavior_type source_registry(
         st.when_idle.push_back(then);
         run_when_idle(self);
       },
+      [self](actors::source_return_atom, const std::string& tenant, const std::string& stream,
+             const actors::actor_task& then) { on_return(self, tenant, stream, then); },
       [self](actors::source_stop_atom) {
         auto& st = self->state;
         st.stopping = true;

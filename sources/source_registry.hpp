@@ -12,6 +12,11 @@
 // to end and starts each again for the same key on the new connector,
 // keeping its leases: subscribers stay on src:<hash>, and the new source's
 // first read diffs against the stored snapshot.
+//
+// In a cluster a source also closes when it is returned to its placement
+// owner (a member that joined, ADR 0016): its leases are void then, and
+// the holds behind them (every lease in a cluster is one, hub_router::
+// hold_here) subscribe again there.
 
 #include <chrono>
 #include <map>

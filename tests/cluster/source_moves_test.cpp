@@ -10,6 +10,7 @@
 
 #include <chrono>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -90,26 +91,33 @@ std::vector<std::string> expect_event(channel_sessions& c, const std::string& pa
   return cursors;
 }
 
-// Polls until one running node runs the source and PostgreSQL sees one
-// LISTEN, on the channel; the last view of the sources per node.
-std::string await_one_source(const cluster_nodes& cluster, const postgres_server& pg,
-                             const std::string& channel) {
-  std::string where;
-  poll_until(15s, [&] {
+struct source_place {
+  std::string where;              // sources per node, as last seen
+  std::optional<std::size_t> at;  // the node that runs it
+};
+
+// Polls until one running node (`on`, when given) runs the source and
+// PostgreSQL sees one LISTEN, on the channel.
+source_place await_one_source(const cluster_nodes& cluster, const postgres_server& pg,
+                              const std::string& channel, std::optional<std::size_t> on = std::nullopt) {
+  source_place out;
+  poll_until(20s, [&] {
     auto view = cluster.nodes_view(0);
     int running = 0;
-    where.clear();
+    out = {};
     for (std::size_t i = 0; i < cluster.size(); ++i) {
       if (!cluster.running(i)) continue;
       auto row = node_row(view, cluster.node_id(i));
       auto n = row.is_object() ? row.value("sources", -1) : -1;
-      where += cluster.node_id(i) + "=" + std::to_string(n) + " ";
+      out.where += cluster.node_id(i) + "=" + std::to_string(n) + " ";
       running += n;
+      if (n == 1) out.at = i;
     }
     auto listening = listen_statements(pg.conninfo());
-    return running == 1 && listening.size() == 1 && listening.front() == "LISTEN \"" + channel + "\"";
+    return running == 1 && (!on || out.at == on) && listening.size() == 1 &&
+           listening.front() == "LISTEN \"" + channel + "\"";
   });
-  return where;
+  return out;
 }
 
 }  // namespace
@@ -132,7 +140,7 @@ TEST_CASE(
   REQUIRE(drain.status == 202);
   CHECK(cluster.await_exit(source_node) == 0);
   cluster.await_converged(10s);
-  auto where = await_one_source(cluster, pg, c.channel);
+  auto where = await_one_source(cluster, pg, c.channel).where;
   INFO("sources per node: " << where);
   REQUIRE(listen_statements(pg.conninfo()).size() == 1);
 
@@ -149,8 +157,8 @@ TEST_CASE(
 TEST_CASE(
     "killing the node that runs a PostgreSQL channel's source: the source starts again on a survivor, "
     "its stream goes on from the replicated log, and sessions and a watch elsewhere read the next change "
-    "with no resync, over one LISTEN",
-    "[cluster][sources][postgres][failover]") {
+    "with no resync, over one LISTEN, and they read on when the node returns and the source moves back",
+    "[cluster][sources][postgres][failover][join]") {
   pg_cluster env;
   const auto& pg = env.pg;
   auto& cluster = env.cluster;
@@ -180,7 +188,7 @@ TEST_CASE(
 
   cluster.kill9(source_node);
   cluster.await_converged(10s);
-  auto where = await_one_source(cluster, pg, c.channel);
+  auto where = await_one_source(cluster, pg, c.channel).where;
   INFO("sources per node: " << where);
   REQUIRE(listen_statements(pg.conninfo()).size() == 1);
 
@@ -197,5 +205,60 @@ TEST_CASE(
   noticed = read_notices_until(notices, R"("path":"o-2")");
   INFO("notices after the kill: " << json(noticed.lines).dump() << " " << noticed.ended);
   CHECK(noticed.ended.empty());
+  CHECK(listen_statements(pg.conninfo()).size() == 1);
+
+  // A session that starts on the survivor running the source now: its
+  // subscription is local there, and must follow the source too.
+  const auto runner = await_one_source(cluster, pg, c.channel);
+  REQUIRE(runner.at);
+  INFO("runs on " << cluster.node_id(*runner.at));
+  auto local = std::make_unique<raw_sse_session>(cluster.endpoint(*runner.at),
+                                                 "/v1/sse?uri=" + client::url_encode(pg_uri(c.channel)), 10s);
+  auto hello = next_non_heartbeat(*local, 10s);
+  REQUIRE(hello);
+  REQUIRE(hello->event == "hello");
+  c.sessions.push_back(std::move(local));
+
+  // The node returns on its data: placement puts the source there again,
+  // and the survivor hands it back (ADR 0016, join).
+  cluster.restart(source_node);
+  cluster.await_converged(10s);
+  auto back = await_one_source(cluster, pg, c.channel, source_node);
+  INFO("sources per node after the return: " << back.where);
+  REQUIRE(back.at == source_node);
+
+  notify(pg, c.channel, "o-3");
+  const auto returned = expect_event(c, "/o-3");
+  for (std::size_t k = 0; k < returned.size(); ++k) {
+    INFO("session " << k << ": " << after[0] << " then " << returned[k]);
+    CHECK(epoch_of(returned[k]) == epoch_of(after[0]));
+    CHECK(cursor_of(returned[k]).seq == cursor_of(after[0]).seq + 1);
+  }
+  noticed = read_notices_until(notices, R"("path":"o-3")");
+  INFO("notices after the return: " << json(noticed.lines).dump() << " " << noticed.ended);
+  CHECK(noticed.ended.empty());
+  CHECK(listen_statements(pg.conninfo()).size() == 1);
+
+  // Everyone else lets go: the session that began on the survivor alone
+  // keeps the source running on its owner (its lease followed it there).
+  for (std::size_t k = 0; k + 1 < c.sessions.size(); ++k) c.sessions[k].reset();
+  CHECK(stop_watch(cluster.endpoint(0), name));
+  json rows;
+  poll_until(10s, [&] {
+    auto r = client::request(cluster.endpoint(source_node), "GET", "/v1/sources");
+    rows = json::parse(r.body, nullptr, false);
+    return r.status == 200 && rows.is_array() && rows.size() == 1 && rows[0].value("subscribers", 0) == 1;
+  });
+  INFO("GET /v1/sources on the owner: " << rows.dump());
+  REQUIRE(rows.size() == 1);
+  CHECK(rows[0].value("subscribers", 0) == 1);
+  notify(pg, c.channel, "o-4");
+  auto m = next_non_heartbeat(*c.sessions.back(), 10s);
+  REQUIRE(m);
+  INFO("got event '" << m->event << "': " << m->data);
+  REQUIRE(m->event.empty());
+  auto e = parse_data_event(*m);
+  CHECK(e.path == "/o-4");
+  CHECK(cursor_of(e.cursor).seq == cursor_of(returned.back()).seq + 1);
   CHECK(listen_statements(pg.conninfo()).size() == 1);
 }

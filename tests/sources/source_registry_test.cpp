@@ -44,6 +44,7 @@ class test_placement final : public actors::hub_router {
   std::atomic<bool> owns_all{false};
   std::atomic<int> pulls{0};
   std::atomic<int> relays{0};
+  std::atomic<int> holds{0};
 
   std::string owner(const actors::stream_key&) override { return owns_all ? "" : "member-b"; }
   bool taken_over(const actors::stream_key&) override { return false; }
@@ -58,6 +59,11 @@ class test_placement final : public actors::hub_router {
   bool subscribe_elsewhere(const std::string&, const std::string&,
                            const actors::source_subscribe_request_ptr&) override {
     return false;
+  }
+  actors::source_lease_ptr hold_here(const std::string&, const std::string&, const std::string&,
+                                     actors::source_lease_ptr lease) override {
+    ++holds;
+    return lease;
   }
   std::string self_id() override { return "member-a"; }
   bool has_record(const actors::stream_key&) const override { return false; }
@@ -121,13 +127,14 @@ struct source_node {
     hubs->set_router(nullptr);
   }
 
-  // Asks as a member that placed the source here does.
-  actors::source_subscribe_reply subscribe_here(const std::string& uri) {
+  // Asks as a member that placed the source here does (`here`), or as a
+  // subscriber of this node.
+  actors::source_subscribe_reply subscribe_here(const std::string& uri, bool here = true) {
     auto answer = std::make_shared<std::promise<actors::source_subscribe_reply>>();
     auto req = std::make_shared<actors::source_subscribe_request>();
     req->tenant = "default";
     req->uri = uri;
-    req->here = true;
+    req->here = here;
     req->reply = [answer](actors::source_subscribe_reply r) { answer->set_value(std::move(r)); };
     caf::anon_send(registry, actors::source_sub_atom::value, actors::source_subscribe_request_ptr(req));
     auto reply = answer->get_future();
@@ -165,4 +172,45 @@ TEST_CASE(
   CHECK(node.hubs->pinned(key));
   // The stream's hub asked for the log its last holder may have.
   CHECK(node.placement.pulls == 1);
+}
+
+TEST_CASE(
+    "a source returned to its placement owner closes and unpins its stream before the task runs; its "
+    "leases are void, and a subscriber of this node holds its lease through the cluster's hold",
+    "[sources][cluster]") {
+  source_node node;
+  node.placement.owns_all = true;
+  const auto uri = "file://" + node.root + "/a.txt";
+
+  auto mine = node.subscribe_here(uri, false);
+  INFO("error: " << (mine.error ? mine.error->message : std::string("none")));
+  REQUIRE(!mine.error);
+  CHECK(node.placement.holds == 1);  // a subscriber of this node: a hold
+  auto placed = node.subscribe_here(uri);
+  REQUIRE(!placed.error);
+  CHECK(node.placement.holds == 1);  // placed here by a member: that member holds it
+  actors::stream_key key{"default", mine.stream};
+  REQUIRE(node.hubs->pinned(key));
+
+  // Another stream's return: nothing runs for it, the task runs at once.
+  auto none = std::make_shared<std::promise<void>>();
+  caf::anon_send(node.registry, actors::source_return_atom::value, std::string("default"),
+                 std::string("src:0000000000000000"), actors::actor_task{[none] { none->set_value(); }});
+  REQUIRE(none->get_future().wait_for(10s) == std::future_status::ready);
+  CHECK(node.hubs->pinned(key));
+
+  auto returned = std::make_shared<std::promise<bool>>();
+  caf::anon_send(node.registry, actors::source_return_atom::value, key.tenant, key.name,
+                 actors::actor_task{[returned, &node, key] { returned->set_value(node.hubs->pinned(key)); }});
+  auto done = returned->get_future();
+  REQUIRE(done.wait_for(10s) == std::future_status::ready);
+  CHECK_FALSE(done.get());  // unpinned before the task ran
+
+  // Its leases went with it: dropping them now changes nothing, and the
+  // next subscriber starts it again.
+  mine.lease.reset();
+  placed.lease.reset();
+  auto again = node.subscribe_here(uri, false);
+  REQUIRE(!again.error);
+  CHECK(node.hubs->pinned(key));
 }
