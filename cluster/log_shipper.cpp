@@ -16,6 +16,11 @@ using phase = shipper_state::phase;
 using follower = shipper_state::follower;
 
 constexpr auto min_pause = std::chrono::milliseconds(100);
+// Live appends out at once per follower. Writes shipped while they are
+// go out together with the next answer: under load one append carries
+// many writes (one message, one parse and one store write on the
+// follower instead of one per publish), idle it carries one at once.
+constexpr unsigned max_live_appends = 2;
 constexpr auto max_pause = std::chrono::milliseconds(2000);
 
 const char* phase_name(phase p) {
@@ -183,18 +188,32 @@ void on_reply(self_ptr self, const std::string& id, std::uint64_t generation, bo
               const proto::ReplicaReply& r);
 void on_failure(self_ptr self, const std::string& id, std::uint64_t generation, const std::string& why);
 
-void send(self_ptr self, const std::string& id, follower& f, proto::ReplicaAppend a, bool catch_up) {
+// Answers to writes sent before this are moot, and no live append is out.
+void next_generation(follower& f) {
+  ++f.generation;
+  f.out = 0;
+  f.queued.clear();
+}
+
+// `live`: an append of shipped writes, counted in `out` until answered.
+void send(self_ptr self, const std::string& id, follower& f, proto::ReplicaAppend a, bool catch_up,
+          bool live = false) {
   auto& st = self->state;
   if (!f.node) return;  // listed but not connected: probed once it is
   a.set_follower_incarnation(f.incarnation);
   if (catch_up) f.busy = true;
+  if (live) ++f.out;
   auto generation = f.generation;
   sent_mark sent{st.shipped, self->clock().now()};
   self->request(f.node, st.cfg.request_timeout, replicate_atom::value, a.SerializeAsString())
       .then(
-          [self, id, generation, catch_up, sent](const std::string& bytes) {
+          [self, id, generation, catch_up, live, sent](const std::string& bytes) {
             proto::ReplicaReply r;
             if (!r.ParseFromString(bytes)) return on_failure(self, id, generation, "unreadable reply");
+            auto& st = self->state;
+            if (auto it = st.followers.find(id);
+                live && it != st.followers.end() && it->second.generation == generation && it->second.out > 0)
+              --it->second.out;
             on_reply(self, id, generation, catch_up, sent, r);
           },
           [self, id, generation](caf::error& err) {
@@ -202,31 +221,42 @@ void send(self_ptr self, const std::string& id, follower& f, proto::ReplicaAppen
           });
 }
 
-// An append of `batch` (a write as the hub shipped it).
-proto::ReplicaAppend append_of(const shipper_state& st, const actors::replica_batch& batch, bool reset) {
-  auto a = append_header(st);
-  a.set_prev_seq(batch.prev_seq);
-  a.set_first_seq(batch.meta.first_seq);
-  a.set_synced(true);
-  a.set_reset(reset);
-  add_events(a, batch.events);
-  add_keys(a, batch.idempotency);
-  return a;
-}
+void probe(self_ptr self, const std::string& id);
 
-void ship_to(self_ptr self, const std::string& id, follower& f, const actors::replica_batch& batch) {
+// The queued writes (consecutive, as the hub shipped them) as one append,
+// unless max_live_appends are out already: then the next answer sends them.
+void flush(self_ptr self, const std::string& id, follower& f) {
   auto& st = self->state;
+  if (f.queued.empty() || f.out >= max_live_appends || f.at != phase::in_sync) return;
+  auto batches = std::exchange(f.queued, {});
+  const auto& first = *batches.front();
+  const auto& last = *batches.back();
   // A follower with another epoch gets the log from its start: a new
   // stream's first write, or its first write after a fresh epoch.
-  bool reset = f.epoch != batch.meta.epoch;
-  if (reset && batch.prev_seq + 1 != batch.meta.first_seq) {
+  bool reset = f.epoch != first.meta.epoch;
+  bool one_epoch = std::all_of(batches.begin(), batches.end(),
+                               [&](const auto& b) { return b->meta.epoch == first.meta.epoch; });
+  if (!one_epoch || (reset && first.prev_seq + 1 != first.meta.first_seq)) {
     // Cannot start its copy from here: catch it up instead.
-    f.at = phase::probing;
     st.quorum->set_in_sync(id, false);
-    return;
+    return probe(self, id);
   }
-  f.epoch = batch.meta.epoch;
-  send(self, id, f, append_of(st, batch, reset), false);
+  auto a = append_header(st);
+  a.set_prev_seq(first.prev_seq);
+  a.set_first_seq(last.meta.first_seq);
+  a.set_synced(true);
+  a.set_reset(reset);
+  for (const auto& b : batches) {
+    add_events(a, b->events);
+    add_keys(a, b->idempotency);
+  }
+  f.epoch = last.meta.epoch;
+  send(self, id, f, std::move(a), false, true);
+}
+
+void ship_to(self_ptr self, const std::string& id, follower& f, const actors::replica_batch_ptr& batch) {
+  f.queued.push_back(batch);
+  flush(self, id, f);
 }
 
 void fence(self_ptr self, const std::string& by);
@@ -379,8 +409,8 @@ void catch_up(self_ptr self, const std::string& id) {
     // The rest is still in memory: send it as the live writes it was.
     mark_in_sync(self, id, f);
     for (const auto& b : st.window)
-      if (b->meta.head_seq > after) send(self, id, f, append_of(st, *b, false), false);
-    return;
+      if (b->meta.head_seq > after) f.queued.push_back(b);
+    return flush(self, id, f);
   }
   // From the store, up to what is durable here and not in the window.
   auto up_to = std::min(st.local, st.window.empty() ? st.shipped : st.window.front()->prev_seq);
@@ -426,7 +456,7 @@ void probe(self_ptr self, const std::string& id) {
   auto it = st.followers.find(id);
   if (it == st.followers.end() || st.fenced) return;
   auto& f = it->second;
-  ++f.generation;
+  next_generation(f);
   f.busy = false;
   f.keys_sent = false;
   if (f.at != phase::releasing) f.at = phase::probing;
@@ -438,7 +468,7 @@ void probe(self_ptr self, const std::string& id) {
 void pause_then_probe(self_ptr self, const std::string& id, follower& f) {
   f.pause = std::clamp(f.pause * 2, min_pause, max_pause);
   f.busy = true;  // nothing else goes out until the probe
-  ++f.generation;
+  next_generation(f);
   self->delayed_send(self, f.pause, retry_atom::value, id, f.generation);
 }
 
@@ -492,7 +522,10 @@ void on_reply(self_ptr self, const std::string& id, std::uint64_t generation, bo
       if (r.epoch() == st.meta.epoch && r.head() >= shipped_then)
         f.caught_up_at = std::max(f.caught_up_at, sent.at);
       // A probe or a step that did not reach our head: go on.
-      if (f.at != phase::in_sync) catch_up(self, id);
+      if (f.at != phase::in_sync)
+        catch_up(self, id);
+      else
+        flush(self, id, f);
       report(self);
       sync_isr(self);
       break;
@@ -501,7 +534,7 @@ void on_reply(self_ptr self, const std::string& id, std::uint64_t generation, bo
       f.epoch = r.epoch();
       f.head = r.head();
       st.quorum->set_in_sync(id, false);
-      ++f.generation;  // answers to writes sent before this are moot
+      next_generation(f);  // answers to writes sent before this are moot
       f.busy = false;
       f.at = phase::catching_up;
       f.keys_sent = false;
@@ -556,7 +589,7 @@ void release(self_ptr self, const std::string& id, follower& f) {
   f.at = phase::releasing;
   st.unconfirmed.erase(id);
   report_confirmed(self);
-  ++f.generation;
+  next_generation(f);
   proto::ReplicaRelease r;
   r.set_tenant(st.cfg.stream.tenant);
   r.set_stream(st.cfg.stream.name);
@@ -601,7 +634,7 @@ void refresh(self_ptr self) {
         logging::warn("replication.follower_unreachable",
                       {{"stream", st.cfg.stream.name}, {"node", it->first}});
         it->second.node = nullptr;
-        ++it->second.generation;
+        next_generation(it->second);
         it->second.busy = false;
         if (it->second.at == phase::in_sync) it->second.at = phase::probing;
       }
@@ -738,7 +771,7 @@ void on_ship(self_ptr self, const actors::replica_batch_ptr& batch) {
   st.window.push_back(batch);
   if (!batch->events.empty()) st.quorum->shipped(batch->events.back().seq);
   for (auto& [id, f] : st.followers)
-    if (f.at == phase::in_sync) ship_to(self, id, f, *batch);
+    if (f.at == phase::in_sync) ship_to(self, id, f, batch);
   // A follower that just fell out (ship_to) is probed now.
   for (auto& [id, f] : st.followers)
     if (f.at == phase::probing && !f.busy) probe(self, id);

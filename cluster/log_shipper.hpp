@@ -88,10 +88,14 @@ struct shipper_state {
     std::int64_t incarnation = 0;  // its life as the record lists it (every append carries it)
     phase at = phase::probing;
     bool busy = false;             // a probe or catch-up append is out
-    std::uint64_t generation = 0;  // replies from before a restart are ignored
-    std::uint64_t epoch = 0;       // of its copy, as it last said
-    std::uint64_t head = 0;        // its copy's end, as it last said
-    bool keys_sent = false;        // this catch-up carried the idempotency keys
+    std::uint64_t generation = 0;  // replies from before a restart are ignored (next_generation)
+    // In sync: live appends out (this generation), and the writes shipped
+    // meanwhile, sent as one append when an answer comes back.
+    unsigned out = 0;
+    std::vector<actors::replica_batch_ptr> queued;
+    std::uint64_t epoch = 0;  // of its copy, as it last said
+    std::uint64_t head = 0;   // its copy's end, as it last said
+    bool keys_sent = false;   // this catch-up carried the idempotency keys
     std::chrono::milliseconds pause{0};
     // The last time it was known to hold everything this leader had
     // shipped (when a write went out to it caught up, or when an answer

@@ -69,7 +69,8 @@ caf::result<std::string> on_replicate(self_ptr self, const std::string& bytes) {
   if (a.follower_incarnation() != st.table.self().incarnation || !st.table.is_member())
     return reply_of(proto::ReplicaReply::REFUSED, "the append is for another life of this member");
   if (st.forgetting.contains(key)) return reply_of(proto::ReplicaReply::REFUSED, "the copy is being stopped");
-  return self->delegate(replica_of(self, key), replicate_atom::value, bytes);
+  return self->delegate(replica_of(self, key), replicate_atom::value,
+                        std::make_shared<replica_append>(from_proto(std::move(a))));
 }
 
 void forget_sync(self_ptr self) {

@@ -97,18 +97,17 @@ void when_idle(self_ptr self) {
   self->quit();
 }
 
-caf::result<std::string> on_append(self_ptr self, const std::string& bytes) {
+caf::result<std::string> on_append(self_ptr self, const replica_append_ptr& append) {
   auto& st = self->state;
-  proto::ReplicaAppend a;
-  if (!parse(bytes, &a)) return refused("unreadable append");
+  auto& a = *append;
   if (st.failed) return refused("this node's copy of the stream failed to write; see its log");
   if (st.stopped) return refused("this node no longer follows the stream");
   auto owner = st.cfg.view->owner_of(st.cfg.stream.tenant, st.cfg.stream.name);
-  if (owner != a.owner())
+  if (owner != a.owner)
     return refused("this node sees " + (owner.empty() ? std::string("itself") : owner) +
                    " as the stream's owner");
   auto writer = copy_owner(st);
-  if (st.meta && a.term() < st.meta->term) {
+  if (st.meta && a.term < st.meta->term) {
     proto::ReplicaReply r;
     r.set_status(proto::ReplicaReply::FENCED);
     r.set_epoch(st.meta->epoch);
@@ -119,8 +118,8 @@ caf::result<std::string> on_append(self_ptr self, const std::string& bytes) {
   }
   persistence::write_set ws;
   auto next = st.meta;
-  if (a.reset()) {
-    if (a.prev_seq() + 1 != a.first_seq()) return refused("a reset must start at the log's first seq");
+  if (a.reset) {
+    if (a.prev_seq + 1 != a.first_seq) return refused("a reset must start at the log's first seq");
     if (st.meta) {
       // The old copy goes (its id with it); the new one gets an id of ours.
       persistence::write_set drop;
@@ -134,28 +133,28 @@ caf::result<std::string> on_append(self_ptr self, const std::string& bytes) {
     next->tenant = st.cfg.stream.tenant;
     next->name = st.cfg.stream.name;
     next->id = id;
-    next->epoch = a.epoch();
-    next->first_seq = a.first_seq();
-    next->head_seq = a.prev_seq();
-  } else if (!st.meta || st.meta->epoch != a.epoch()) {
+    next->epoch = a.epoch;
+    next->first_seq = a.first_seq;
+    next->head_seq = a.prev_seq;
+  } else if (!st.meta || st.meta->epoch != a.epoch) {
     return answer(proto::ReplicaReply::GAP, epoch_of(st), head_of(st));  // the owner resets it
-  } else if (a.term() == st.meta->term && a.owner() != writer) {
+  } else if (a.term == st.meta->term && a.owner != writer) {
     // Two members took the same log over at once (their views differed);
     // this node sees the sender as the owner now, so its own copy lost.
     return answer(proto::ReplicaReply::GAP, 0, 0);
-  } else if (a.term() != st.meta->term) {
+  } else if (a.term != st.meta->term) {
     // A newer term. A copy of the log that term began from agrees with it
     // up to that log's head; what it holds beyond was never the new
     // owner's (an unacknowledged tail of the old term) and goes.
-    auto base_owner = a.base_owner().empty() ? a.owner() : a.base_owner();
-    if (st.meta->term != a.base_term() || writer != base_owner)
+    auto base_owner = a.base_owner.empty() ? a.owner : a.base_owner;
+    if (st.meta->term != a.base_term || writer != base_owner)
       return answer(proto::ReplicaReply::GAP, 0, 0);  // another lineage: the owner resets it
-    auto keep = std::min(st.meta->head_seq, a.base_head());
+    auto keep = std::min(st.meta->head_seq, a.base_head);
     if (keep < st.meta->head_seq) {
       ws.truncate_after = keep;
       next->head_seq = keep;
     }
-    if (a.prev_seq() != keep) {
+    if (a.prev_seq != keep) {
       st.in_sync = false;
       if (!ws.truncate_after) return answer(proto::ReplicaReply::GAP, next->epoch, keep);
       // Cut back (still in the old term); the owner sends from there.
@@ -168,37 +167,35 @@ caf::result<std::string> on_append(self_ptr self, const std::string& bytes) {
       return rp;
     }
   }
-  if (a.prev_seq() > next->head_seq) return answer(proto::ReplicaReply::GAP, next->epoch, next->head_seq);
-  for (const auto& e : a.events()) {
-    if (e.seq() <= next->head_seq) continue;  // sent again: we have it
-    if (e.seq() != next->head_seq + 1) return answer(proto::ReplicaReply::GAP, next->epoch, next->head_seq);
-    ws.events.push_back({e.seq(), core::event{e.path(), e.type(), e.data_json(), e.time_ms()}});
-    next->head_seq = e.seq();
+  if (a.prev_seq > next->head_seq) return answer(proto::ReplicaReply::GAP, next->epoch, next->head_seq);
+  for (auto& e : a.events) {
+    if (e.seq <= next->head_seq) continue;  // sent again: we have it
+    if (e.seq != next->head_seq + 1) return answer(proto::ReplicaReply::GAP, next->epoch, next->head_seq);
+    next->head_seq = e.seq;
+    ws.events.push_back(std::move(e));
   }
-  next->first_seq = std::min(std::max(next->first_seq, a.first_seq()), next->head_seq + 1);
+  next->first_seq = std::min(std::max(next->first_seq, a.first_seq), next->head_seq + 1);
   if (next->id != (st.meta ? st.meta->id : 0)) st.deleted_below = 0;
-  if (auto cut = core::physical_trim_due(st.deleted_below, next->first_seq, a.retention_count())) {
+  if (auto cut = core::physical_trim_due(st.deleted_below, next->first_seq, a.retention_count)) {
     ws.trim_before = cut;
     st.deleted_below = cut;
   }
-  next->retention_count = a.retention_count();
-  next->retention_age_ms = a.retention_age_ms();
-  next->created_ms = a.created_ms();
-  next->term = a.term();
-  next->term_owner = a.owner();
-  for (const auto& k : a.idempotency())
-    ws.idempotency.push_back(
-        {k.key(), persistence::idempotency_record{a.epoch(), k.first_seq(), k.count(), k.time_ms()}});
+  next->retention_count = a.retention_count;
+  next->retention_age_ms = a.retention_age_ms;
+  next->created_ms = a.created_ms;
+  next->term = a.term;
+  next->term_owner = a.owner;
+  ws.idempotency = std::move(a.idempotency);
   ws.stream_id = next->id;
   ws.meta = *next;
   if (!st.meta || st.meta->term != next->term)
     logging::debug(
         "replication.following",
-        {{"stream", st.cfg.stream.name}, {"owner", a.owner()}, {"term", a.term()}, {"head", next->head_seq}});
+        {{"stream", st.cfg.stream.name}, {"owner", a.owner}, {"term", a.term}, {"head", next->head_seq}});
   st.meta = next;
-  if (!a.synced()) st.in_sync = false;
+  if (!a.synced) st.in_sync = false;
   auto rp = self->make_response_promise<std::string>();
-  submit(self, std::move(ws), rp, answer(proto::ReplicaReply::OK, next->epoch, next->head_seq), a.synced());
+  submit(self, std::move(ws), rp, answer(proto::ReplicaReply::OK, next->epoch, next->head_seq), a.synced);
   return rp;
 }
 
@@ -239,7 +236,7 @@ replica_actor::behavior_type replica(replica_actor::stateful_pointer<replica_sta
     view->erase_replication(key, addr);
   });
   return {
-      [self](replicate_atom, const std::string& bytes) { return on_append(self, bytes); },
+      [self](replicate_atom, const replica_append_ptr& append) { return on_append(self, append); },
       [self](stop_atom) -> caf::result<bool, std::string, std::uint64_t, std::uint64_t> {
         auto& st = self->state;
         st.stopped = true;

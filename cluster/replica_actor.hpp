@@ -26,6 +26,7 @@
 
 #include "actors/stream_key.hpp"
 #include "cluster/atoms.hpp"
+#include "cluster/replica_append.hpp"
 #include "persistence/group_commit.hpp"
 #include "persistence/store.hpp"
 
@@ -34,8 +35,9 @@ namespace tidings::cluster {
 class cluster_view;
 
 using replica_actor = caf::typed_actor<
-    // A ReplicaAppend from the owner's shipper; answers a ReplicaReply.
-    caf::replies_to<replicate_atom, std::string>::with<std::string>,
+    // An append from the owner's shipper; answers a ReplicaReply (which
+    // goes back to the shipper as it is).
+    caf::replies_to<replicate_atom, replica_append_ptr>::with<std::string>,
     // Stop following; answers, once nothing is being written, whether the
     // copy is in sync, whose copy it is, its epoch and head (0, 0: none).
     caf::replies_to<stop_atom>::with<bool, std::string, std::uint64_t, std::uint64_t>,

@@ -135,6 +135,33 @@ void append_events(const proto::TakeReply& r, std::vector<persistence::stored_ev
     out.push_back({e.seq(), core::event{e.path(), e.type(), e.data_json(), e.time_ms()}});
 }
 
+replica_append from_proto(proto::ReplicaAppend&& a) {
+  replica_append out;
+  out.owner = std::move(*a.mutable_owner());
+  out.term = a.term();
+  out.epoch = a.epoch();
+  out.prev_seq = a.prev_seq();
+  out.events.reserve(static_cast<std::size_t>(a.events_size()));
+  for (auto& e : *a.mutable_events())
+    out.events.push_back({e.seq(), core::event{std::move(*e.mutable_path()), std::move(*e.mutable_type()),
+                                               std::move(*e.mutable_data_json()), e.time_ms()}});
+  out.first_seq = a.first_seq();
+  out.retention_count = a.retention_count();
+  out.retention_age_ms = a.retention_age_ms();
+  out.created_ms = a.created_ms();
+  out.idempotency.reserve(static_cast<std::size_t>(a.idempotency_size()));
+  for (auto& k : *a.mutable_idempotency())
+    out.idempotency.emplace_back(
+        std::move(*k.mutable_key()),
+        persistence::idempotency_record{a.epoch(), k.first_seq(), k.count(), k.time_ms()});
+  out.synced = a.synced();
+  out.reset = a.reset();
+  out.base_term = a.base_term();
+  out.base_owner = std::move(*a.mutable_base_owner());
+  out.base_head = a.base_head();
+  return out;
+}
+
 proto::FeedPage::Status to_proto(actors::fetch_status s) {
   switch (s) {
     case actors::fetch_status::page:

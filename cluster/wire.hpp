@@ -9,6 +9,7 @@
 #include "actors/messages.hpp"
 #include "actors/watch_types.hpp"
 #include "cluster/member_table.hpp"
+#include "cluster/replica_append.hpp"
 #include "persistence/watch_records.hpp"
 #include "proto/cluster.pb.h"
 
@@ -35,6 +36,9 @@ proto::FeedPage::Status to_proto(actors::fetch_status s);
 persistence::stream_meta meta_of(const proto::TakeReply& r, const std::string& tenant,
                                  const std::string& stream);
 void append_events(const proto::TakeReply& r, std::vector<persistence::stored_event>& out);
+
+// An append as the replica applies it (its strings moved out of `a`).
+replica_append from_proto(proto::ReplicaAppend&& a);
 
 // A watch's spec and position between members (a move, or the copies the
 // others keep to restart it).

@@ -1,0 +1,259 @@
+// The log shipper (cluster/log_shipper.hpp) on CAF's test coordinator, with
+// a follower's node actor whose answers the test sends when it chooses and
+// a hub that records what it is told: a follower is probed into sync, at
+// most two live appends are out at once, and the writes shipped meanwhile
+// go out together as one append when an answer comes back; the hub hears
+// the log acknowledged as far as the follower answered.
+
+#include <catch2/catch.hpp>
+
+#include <caf/all.hpp>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "actors/hub_registry.hpp"
+#include "cluster/cluster_view.hpp"
+#include "cluster/log_shipper.hpp"
+#include "persistence/group_commit.hpp"
+#include "persistence/store.hpp"
+#include "proto/cluster.pb.h"
+#include "tests/cluster/coordinated_system.hpp"
+#include "tests/persistence/temp_dir.hpp"
+
+namespace {
+
+using namespace tidings;
+using namespace tidings::cluster;
+
+// Member "b"'s node actor: every append it was sent, with the promise of
+// its answer. Answered at once (the copy's head as the append leaves it)
+// while `answer_at_once`; else held until the test answers.
+struct follower_log {
+  struct append {
+    proto::ReplicaAppend message;
+    caf::typed_response_promise<std::string> reply;
+    bool answered = false;
+  };
+  std::vector<append> appends;
+  bool answer_at_once = true;
+  std::uint64_t head = 0;
+};
+
+std::string ok_reply(std::uint64_t epoch, std::uint64_t head) {
+  proto::ReplicaReply r;
+  r.set_status(proto::ReplicaReply::OK);
+  r.set_epoch(epoch);
+  r.set_head(head);
+  return r.SerializeAsString();
+}
+
+// Tells the follower to answer its oldest unanswered append (promises are
+// delivered from within the actor that made them).
+using answer_atom = caf::atom_constant<caf::atom("answer")>;
+
+caf::behavior follower_node(caf::event_based_actor* self, const std::shared_ptr<follower_log>& log) {
+  return {
+      [log](answer_atom) {
+        for (auto& a : log->appends) {
+          if (a.answered) continue;
+          a.answered = true;
+          auto head = a.message.prev_seq();
+          for (const auto& e : a.message.events()) head = e.seq();
+          a.reply.deliver(ok_reply(1, head));
+          return;
+        }
+        FAIL("no append waits for an answer");
+      },
+      [self, log](replicate_atom, const std::string& bytes) -> caf::result<std::string> {
+        follower_log::append a;
+        REQUIRE(a.message.ParseFromString(bytes));
+        for (const auto& e : a.message.events()) log->head = std::max(log->head, e.seq());
+        if (log->answer_at_once) {
+          a.answered = true;
+          log->appends.push_back(std::move(a));
+          return ok_reply(1, log->head);
+        }
+        auto rp = self->make_response_promise<std::string>();
+        a.reply = rp;
+        log->appends.push_back(std::move(a));
+        return rp;
+      },
+  };
+}
+
+// The hub's side: how far it was told the followers hold the log.
+struct hub_log {
+  std::uint64_t replicated = 0;
+  std::optional<bool> writable;
+};
+
+actors::replication_sink_actor::behavior_type fake_hub(actors::replication_sink_actor::pointer,
+                                                       const std::shared_ptr<hub_log>& log) {
+  return {
+      [log](actors::replicated_atom, std::uint64_t seq) { log->replicated = seq; },
+      [](actors::fenced_atom, const std::string&) { FAIL("fenced"); },
+      [log](actors::writable_atom, bool ok, bool, const std::string&) { log->writable = ok; },
+      [](actors::term_atom, std::uint64_t) {},
+      [](actors::confirmed_atom, bool) {},
+      [](actors::check_term_atom, std::uint64_t, const std::string&) {},
+  };
+}
+
+// One event at `seq`, shipped as the hub ships a write.
+actors::replica_batch_ptr write_of(std::uint64_t seq) {
+  auto b = std::make_shared<actors::replica_batch>();
+  b->prev_seq = seq - 1;
+  b->events.push_back({seq, core::event{"/o/" + std::to_string(seq), "ADDED", "{}", 0}});
+  b->meta.tenant = "t1";
+  b->meta.name = "orders";
+  b->meta.epoch = 1;
+  b->meta.first_seq = 1;
+  b->meta.head_seq = seq;
+  b->meta.term = 1;
+  return b;
+}
+
+std::vector<std::uint64_t> seqs_of(const proto::ReplicaAppend& a) {
+  std::vector<std::uint64_t> out;
+  for (const auto& e : a.events()) out.push_back(e.seq());
+  return out;
+}
+
+struct fixture : tidings::testing::coordinated_system {
+  persistence::testing::temp_dir dir;
+  std::unique_ptr<persistence::store> store;
+  std::optional<persistence::group_committer> committer;
+  std::optional<actors::hub_registry> hubs;
+  std::optional<cluster_view> view;
+  std::shared_ptr<follower_log> follower = std::make_shared<follower_log>();
+  std::shared_ptr<hub_log> hub = std::make_shared<hub_log>();
+  caf::actor follower_actor;
+  shipper_actor shipper;
+
+  fixture() {
+    REQUIRE(persistence::store::open(dir.db(), persistence::durability::batch, &store).ok());
+    committer.emplace(*store);
+    hubs.emplace(*sys, *store, *committer, actors::hub_defaults{});
+    view.emplace(*sys, "a", *hubs, 64);
+    follower_actor = sys->spawn(follower_node, follower);
+    auto m = std::make_shared<membership>();
+    m->self_id = "a";
+    m->live = {"a", "b"};
+    m->holders = {"a", "b"};
+    member peer;
+    peer.id = "b";
+    peer.incarnation = 7;
+    m->peers.emplace_back(peer, follower_actor);
+    view->update(m);
+    shipper_config cfg;
+    cfg.stream = {"t1", "orders"};
+    cfg.hub = sys->spawn(fake_hub, hub);
+    cfg.store = store.get();
+    cfg.view = &*view;
+    cfg.replication_factor = 2;
+    shipper = sys->spawn(log_shipper, std::move(cfg));
+    sched->run();
+  }
+
+  ~fixture() {
+    caf::anon_send_exit(shipper, caf::exit_reason::user_shutdown);
+    sched->run();
+  }
+
+  // The term begins on an empty log of epoch 1; the follower, answering at
+  // once, is probed into sync.
+  void begin() {
+    auto start = std::make_shared<actors::replica_start>();
+    start->meta.tenant = "t1";
+    start->meta.name = "orders";
+    start->meta.epoch = 1;
+    start->meta.first_seq = 1;
+    start->meta.term = 1;
+    caf::anon_send(shipper, actors::begin_atom::value, actors::replica_start_ptr(start));
+    sched->run();
+  }
+
+  void ship(std::uint64_t seq) {
+    caf::anon_send(shipper, actors::ship_atom::value, write_of(seq));
+    caf::anon_send(shipper, actors::local_atom::value, seq);
+    sched->run();
+  }
+
+  // The follower answers its oldest unanswered append: it holds what that
+  // append carried.
+  void answer_oldest() {
+    caf::anon_send(follower_actor, answer_atom::value);
+    sched->run();
+  }
+
+  std::size_t unanswered() const {
+    std::size_t n = 0;
+    for (const auto& a : follower->appends) n += a.answered ? 0 : 1;
+    return n;
+  }
+};
+
+}  // namespace
+
+TEST_CASE_METHOD(fixture,
+                 "the shipper keeps two appends out to a follower and sends the writes shipped meanwhile "
+                 "as one append when an answer comes back; the hub hears what the follower holds",
+                 "[shipper]") {
+  begin();
+  REQUIRE_FALSE(follower->appends.empty());
+  // Every append carries the follower's incarnation as the membership lists it.
+  for (const auto& a : follower->appends) CHECK(a.message.follower_incarnation() == 7);
+  const auto probes = follower->appends.size();
+  follower->answer_at_once = false;
+
+  ship(1);
+  ship(2);
+  ship(3);
+  // Two out; the third waits for an answer.
+  REQUIRE(follower->appends.size() == probes + 2);
+  CHECK(seqs_of(follower->appends[probes].message) == std::vector<std::uint64_t>{1});
+  CHECK(seqs_of(follower->appends[probes + 1].message) == std::vector<std::uint64_t>{2});
+  CHECK(hub->replicated == 0);
+
+  answer_oldest();  // holds 1
+  CHECK(hub->replicated == 1);
+  REQUIRE(follower->appends.size() == probes + 3);
+  CHECK(seqs_of(follower->appends[probes + 2].message) == std::vector<std::uint64_t>{3});
+
+  ship(4);
+  ship(5);
+  ship(6);
+  CHECK(follower->appends.size() == probes + 3);  // two out still: 2 and 3
+
+  answer_oldest();  // holds 2
+  CHECK(hub->replicated == 2);
+  // 4, 5 and 6 together, after 3, as one write on the follower.
+  REQUIRE(follower->appends.size() == probes + 4);
+  const auto& merged = follower->appends[probes + 3].message;
+  CHECK(seqs_of(merged) == std::vector<std::uint64_t>{4, 5, 6});
+  CHECK(merged.prev_seq() == 3);
+  CHECK(merged.synced());
+  CHECK_FALSE(merged.reset());
+
+  answer_oldest();
+  answer_oldest();
+  CHECK(unanswered() == 0);
+  CHECK(hub->replicated == 6);
+  CHECK(follower->appends.size() == probes + 4);  // nothing left to send
+}
+
+TEST_CASE_METHOD(fixture, "a write shipped while nothing is out goes to the follower at once, alone",
+                 "[shipper]") {
+  begin();
+  const auto probes = follower->appends.size();
+  follower->answer_at_once = false;
+  for (std::uint64_t seq = 1; seq <= 3; ++seq) {
+    ship(seq);
+    REQUIRE(follower->appends.size() == probes + seq);
+    CHECK(seqs_of(follower->appends.back().message) == std::vector<std::uint64_t>{seq});
+    answer_oldest();
+    CHECK(hub->replicated == seq);
+  }
+}
