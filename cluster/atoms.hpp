@@ -57,6 +57,7 @@ using rebalance_atom = caf::atom_constant<caf::atom("crebal")>;
 using copies_atom = caf::atom_constant<caf::atom("ccopies")>;    // (WatchCopies): this node's own
 using force_atom = caf::atom_constant<caf::atom("cforce")>;      // an operator's forced election
 using isr_atom = caf::atom_constant<caf::atom("cisr")>;          // a shipper's record change, again
+using flush_atom = caf::atom_constant<caf::atom("cflush")>;      // a shipper's queued writes go out
 using view_atom = caf::atom_constant<caf::atom("cview")>;        // membership changed (to shippers)
 using stop_atom = caf::atom_constant<caf::atom("cstop")>;        // a follower's copy stops following
 using written_atom = caf::atom_constant<caf::atom("cwritten")>;  // a follower's write is durable

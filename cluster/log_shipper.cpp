@@ -16,11 +16,13 @@ using phase = shipper_state::phase;
 using follower = shipper_state::follower;
 
 constexpr auto min_pause = std::chrono::milliseconds(100);
-// Live appends out at once per follower. Writes shipped while they are
-// go out together with the next answer: under load one append carries
-// many writes (one message, one parse and one store write on the
-// follower instead of one per publish), idle it carries one at once.
-constexpr unsigned max_live_appends = 2;
+// Writes the hub ships are sent once the shipper's mailbox holds no more
+// of them (flush_atom goes behind the ships already there): under load
+// one append carries every write that arrived meanwhile (one message, one
+// parse and one store write on the follower instead of one per publish),
+// idle it carries one write at once. No write waits for an answer to be
+// coalesced, unless this many appends are out to its follower already.
+constexpr unsigned max_live_appends = 8;
 constexpr auto max_pause = std::chrono::milliseconds(2000);
 
 const char* phase_name(phase p) {
@@ -254,9 +256,11 @@ void flush(self_ptr self, const std::string& id, follower& f) {
   send(self, id, f, std::move(a), false, true);
 }
 
-void ship_to(self_ptr self, const std::string& id, follower& f, const actors::replica_batch_ptr& batch) {
+void ship_to(self_ptr self, follower& f, const actors::replica_batch_ptr& batch) {
   f.queued.push_back(batch);
-  flush(self, id, f);
+  if (self->state.flush_due) return;
+  self->state.flush_due = true;
+  self->send(self, flush_atom::value);
 }
 
 void fence(self_ptr self, const std::string& by);
@@ -771,7 +775,7 @@ void on_ship(self_ptr self, const actors::replica_batch_ptr& batch) {
   st.window.push_back(batch);
   if (!batch->events.empty()) st.quorum->shipped(batch->events.back().seq);
   for (auto& [id, f] : st.followers)
-    if (f.at == phase::in_sync) ship_to(self, id, f, batch);
+    if (f.at == phase::in_sync) ship_to(self, f, batch);
   // A follower that just fell out (ship_to) is probed now.
   for (auto& [id, f] : st.followers)
     if (f.at == phase::probing && !f.busy) probe(self, id);
@@ -808,6 +812,10 @@ shipper_actor::behavior_type log_shipper(shipper_actor::stateful_pointer<shipper
         probe(self, id);
       },
       [self](tick_atom) { check_lag(self); },
+      [self](flush_atom) {
+        self->state.flush_due = false;
+        for (auto& [id, f] : self->state.followers) flush(self, id, f);
+      },
       [self](isr_atom) {
         auto& st = self->state;
         if (st.fenced || st.record_busy) return;

@@ -23,6 +23,10 @@
 // leader's epoch, so a follower cut off from this node alone holds writes
 // back no longer than that (ADR 0021).
 //
+// Writes go to an in-sync follower as the shipper's mailbox is drained of
+// them: the ones that arrived while it was busy travel as one append, and
+// at most eight appends are out to one follower (ADR 0017, amendment).
+//
 // A write counts as held once the quorum holds it and some follower has
 // answered a message sent after it in this term (`evidence`).
 //
@@ -57,7 +61,9 @@ using shipper_actor = actors::replicator_actor::extend<
     // A change of the stream's record failed for now: try the next one again.
     caf::reacts_to<isr_atom>,
     // Time to see whether a follower has lagged for replica_lag.
-    caf::reacts_to<tick_atom>>;
+    caf::reacts_to<tick_atom>,
+    // The writes shipped since the last flush go to the followers.
+    caf::reacts_to<flush_atom>>;
 
 struct shipper_config {
   actors::stream_key stream;
@@ -137,6 +143,7 @@ struct shipper_state {
   std::optional<core::stream_record> record;
   bool record_busy = false;
   bool lag_check_armed = false;
+  bool flush_due = false;                        // a flush_atom is in the mailbox, behind the ships before it
   caf::actor_clock::time_point lag_check_due{};  // when the armed check should run
 };
 

@@ -1,9 +1,10 @@
 // The log shipper (cluster/log_shipper.hpp) on CAF's test coordinator, with
 // a follower's node actor whose answers the test sends when it chooses and
-// a hub that records what it is told: a follower is probed into sync, at
-// most two live appends are out at once, and the writes shipped meanwhile
-// go out together as one append when an answer comes back; the hub hears
-// the log acknowledged as far as the follower answered.
+// a hub that records what it is told: a follower is probed into sync; the
+// writes shipped before the shipper runs go out together as one append,
+// at most eight appends are out at once and what is shipped beyond waits
+// for an answer; the hub hears the log acknowledged as far as the
+// follower answered.
 
 #include <catch2/catch.hpp>
 
@@ -175,9 +176,13 @@ struct fixture : tidings::testing::coordinated_system {
     sched->run();
   }
 
-  void ship(std::uint64_t seq) {
-    caf::anon_send(shipper, actors::ship_atom::value, write_of(seq));
-    caf::anon_send(shipper, actors::local_atom::value, seq);
+  // The hub ships these writes (each durable here at once), then the
+  // actors run.
+  void ship(const std::vector<std::uint64_t>& seqs) {
+    for (auto seq : seqs) {
+      caf::anon_send(shipper, actors::ship_atom::value, write_of(seq));
+      caf::anon_send(shipper, actors::local_atom::value, seq);
+    }
     sched->run();
   }
 
@@ -198,8 +203,8 @@ struct fixture : tidings::testing::coordinated_system {
 }  // namespace
 
 TEST_CASE_METHOD(fixture,
-                 "the shipper keeps two appends out to a follower and sends the writes shipped meanwhile "
-                 "as one append when an answer comes back; the hub hears what the follower holds",
+                 "a write shipped alone goes to the follower at once; writes shipped before the shipper "
+                 "flushes go as one append; the hub hears what the follower holds",
                  "[shipper]") {
   begin();
   REQUIRE_FALSE(follower->appends.empty());
@@ -208,52 +213,45 @@ TEST_CASE_METHOD(fixture,
   const auto probes = follower->appends.size();
   follower->answer_at_once = false;
 
-  ship(1);
-  ship(2);
-  ship(3);
-  // Two out; the third waits for an answer.
+  ship({1});
+  REQUIRE(follower->appends.size() == probes + 1);
+  CHECK(seqs_of(follower->appends.back().message) == std::vector<std::uint64_t>{1});
+
+  // Three writes in the mailbox before the shipper runs: one append.
+  ship({2, 3, 4});
   REQUIRE(follower->appends.size() == probes + 2);
-  CHECK(seqs_of(follower->appends[probes].message) == std::vector<std::uint64_t>{1});
-  CHECK(seqs_of(follower->appends[probes + 1].message) == std::vector<std::uint64_t>{2});
-  CHECK(hub->replicated == 0);
-
-  answer_oldest();  // holds 1
-  CHECK(hub->replicated == 1);
-  REQUIRE(follower->appends.size() == probes + 3);
-  CHECK(seqs_of(follower->appends[probes + 2].message) == std::vector<std::uint64_t>{3});
-
-  ship(4);
-  ship(5);
-  ship(6);
-  CHECK(follower->appends.size() == probes + 3);  // two out still: 2 and 3
-
-  answer_oldest();  // holds 2
-  CHECK(hub->replicated == 2);
-  // 4, 5 and 6 together, after 3, as one write on the follower.
-  REQUIRE(follower->appends.size() == probes + 4);
-  const auto& merged = follower->appends[probes + 3].message;
-  CHECK(seqs_of(merged) == std::vector<std::uint64_t>{4, 5, 6});
-  CHECK(merged.prev_seq() == 3);
+  const auto& merged = follower->appends.back().message;
+  CHECK(seqs_of(merged) == std::vector<std::uint64_t>{2, 3, 4});
+  CHECK(merged.prev_seq() == 1);
   CHECK(merged.synced());
   CHECK_FALSE(merged.reset());
+  CHECK(hub->replicated == 0);
 
   answer_oldest();
+  CHECK(hub->replicated == 1);
   answer_oldest();
-  CHECK(unanswered() == 0);
-  CHECK(hub->replicated == 6);
-  CHECK(follower->appends.size() == probes + 4);  // nothing left to send
+  CHECK(hub->replicated == 4);
+  CHECK(follower->appends.size() == probes + 2);  // nothing left to send
 }
 
-TEST_CASE_METHOD(fixture, "a write shipped while nothing is out goes to the follower at once, alone",
+TEST_CASE_METHOD(fixture,
+                 "at most eight appends are out to a follower: what is shipped meanwhile waits for an "
+                 "answer, then goes as one append",
                  "[shipper]") {
   begin();
   const auto probes = follower->appends.size();
   follower->answer_at_once = false;
-  for (std::uint64_t seq = 1; seq <= 3; ++seq) {
-    ship(seq);
-    REQUIRE(follower->appends.size() == probes + seq);
-    CHECK(seqs_of(follower->appends.back().message) == std::vector<std::uint64_t>{seq});
-    answer_oldest();
-    CHECK(hub->replicated == seq);
-  }
+  for (std::uint64_t seq = 1; seq <= 8; ++seq) ship({seq});
+  REQUIRE(follower->appends.size() == probes + 8);
+  ship({9});
+  ship({10});
+  CHECK(follower->appends.size() == probes + 8);
+
+  answer_oldest();
+  CHECK(hub->replicated == 1);
+  REQUIRE(follower->appends.size() == probes + 9);
+  CHECK(seqs_of(follower->appends.back().message) == std::vector<std::uint64_t>{9, 10});
+  CHECK(follower->appends.back().message.prev_seq() == 8);
+  for (int k = 0; k < 8; ++k) answer_oldest();
+  CHECK(hub->replicated == 10);
 }
