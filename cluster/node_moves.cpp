@@ -9,6 +9,7 @@
 // Where watches go as members come and go is the watch mover's
 // (watch_mover.hpp).
 
+#include <algorithm>
 #include <memory>
 #include <utility>
 
@@ -86,8 +87,11 @@ void on_peer_pins(self_ptr self, const std::string& bytes) {
 
 void return_sources(self_ptr self) {
   auto& st = self->state;
-  if (!st.cfg.sources || st.draining) return;
+  // Not while this node's registration lapsed (a pause): it owns nothing
+  // then, and placement without it is not where the sources belong.
+  if (!st.cfg.sources || st.draining || !st.table.is_member()) return;
   auto m = st.cfg.view->current();
+  if (!std::binary_search(m->live.begin(), m->live.end(), m->self_id)) return;
   for (const auto& key : st.cfg.hubs->pinned_keys()) {
     if (!key.name.starts_with(core::source_stream_prefix) || st.returns.asked.contains(key)) continue;
     auto placed = core::owner_of(m->live, key.tenant, key.name);
