@@ -124,9 +124,10 @@ using source_registry_actor = caf::typed_actor<
     caf::reacts_to<source_handoff_atom, actor_task>,
     // The source writing (tenant, stream) goes to its placement owner, a
     // member that joined (ADR 0016): it closes and its leases are void
-    // (their holders follow it there); the task runs once it is down, at
-    // once when none runs.
-    caf::reacts_to<source_return_atom, std::string, std::string, actor_task>,
+    // (their holders follow it there). Answers true once it is down and its
+    // stream unpinned, false at once when none runs (one that failed is
+    // not returned: its holders must not start it elsewhere).
+    caf::replies_to<source_return_atom, std::string, std::string>::with<bool>,
     // The node stops: close every upstream, then quit.
     caf::reacts_to<source_stop_atom>>;
 

@@ -87,6 +87,10 @@ struct source_hold {
   std::uint64_t lease = 0;
   actors::source_lease_ptr local;  // the lease here, once it runs here
   bool moving = false;
+  // Its holder returned the source to the stream's owner (its lease there
+  // is void): it follows, with the pauses below, until it has moved,
+  // wherever the stream is owned by then.
+  bool returned = false;
   // A failed follow is tried again after a growing pause; one the new
   // owner refuses for good (its upstreams do not serve the URI) is not.
   std::chrono::steady_clock::time_point next_try{};

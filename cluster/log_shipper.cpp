@@ -1,6 +1,7 @@
 #include "cluster/log_shipper.hpp"
 
 #include <algorithm>
+#include <optional>
 
 #include "cluster/cluster_view.hpp"
 #include "cluster/wire.hpp"
@@ -197,16 +198,18 @@ void next_generation(follower& f) {
   f.queued.clear();
 }
 
-// `live`: an append of shipped writes, counted in `out` until answered.
+// `live_head`: an append of shipped writes up to that seq, counted in
+// `out` until answered.
 void send(self_ptr self, const std::string& id, follower& f, proto::ReplicaAppend a, bool catch_up,
-          bool live = false) {
+          std::optional<std::uint64_t> live_head = std::nullopt) {
   auto& st = self->state;
   if (!f.node) return;  // listed but not connected: probed once it is
   a.set_follower_incarnation(f.incarnation);
   if (catch_up) f.busy = true;
+  const bool live = live_head.has_value();
   if (live) ++f.out;
   auto generation = f.generation;
-  sent_mark sent{st.shipped, self->clock().now()};
+  sent_mark sent{live_head.value_or(st.shipped), self->clock().now()};
   self->request(f.node, st.cfg.request_timeout, replicate_atom::value, a.SerializeAsString())
       .then(
           [self, id, generation, catch_up, live, sent](const std::string& bytes) {
@@ -225,35 +228,45 @@ void send(self_ptr self, const std::string& id, follower& f, proto::ReplicaAppen
 
 void probe(self_ptr self, const std::string& id);
 
-// The queued writes (consecutive, as the hub shipped them) as one append,
-// unless max_live_appends are out already: then the next answer sends them.
+// The queued writes (consecutive, as the hub shipped them) in as few
+// appends as they fit, unless max_live_appends are out already: then the
+// next answer sends them. One append holds the writes of one epoch, up to
+// a catch-up chunk of events; a write that starts the follower's copy goes
+// alone (a reset must begin at the log's first seq, which retention moves
+// with every write).
 void flush(self_ptr self, const std::string& id, follower& f) {
   auto& st = self->state;
-  if (f.queued.empty() || f.out >= max_live_appends || f.at != phase::in_sync) return;
-  auto batches = std::exchange(f.queued, {});
-  const auto& first = *batches.front();
-  const auto& last = *batches.back();
-  // A follower with another epoch gets the log from its start: a new
-  // stream's first write, or its first write after a fresh epoch.
-  bool reset = f.epoch != first.meta.epoch;
-  bool one_epoch = std::all_of(batches.begin(), batches.end(),
-                               [&](const auto& b) { return b->meta.epoch == first.meta.epoch; });
-  if (!one_epoch || (reset && first.prev_seq + 1 != first.meta.first_seq)) {
-    // Cannot start its copy from here: catch it up instead.
-    st.quorum->set_in_sync(id, false);
-    return probe(self, id);
+  while (!f.queued.empty() && f.out < max_live_appends && f.at == phase::in_sync && !st.fenced) {
+    const auto& first = *f.queued.front();
+    // A follower with another epoch gets the log from its start: a new
+    // stream's first write, or its first write after a fresh epoch.
+    bool reset = f.epoch != first.meta.epoch;
+    if (reset && first.prev_seq + 1 != first.meta.first_seq) {
+      // Cannot start its copy from here: catch it up instead.
+      st.quorum->set_in_sync(id, false);
+      return probe(self, id);
+    }
+    std::size_t n = 1;
+    std::size_t events = first.events.size();
+    while (!reset && n < f.queued.size() && f.queued[n]->meta.epoch == first.meta.epoch &&
+           events + f.queued[n]->events.size() <= st.cfg.chunk_events)
+      events += f.queued[n++]->events.size();
+    const auto& last = *f.queued[n - 1];
+    auto a = append_header(st);
+    a.set_epoch(first.meta.epoch);
+    a.set_prev_seq(first.prev_seq);
+    a.set_first_seq(last.meta.first_seq);
+    a.set_synced(true);
+    a.set_reset(reset);
+    for (std::size_t i = 0; i < n; ++i) {
+      add_events(a, f.queued[i]->events);
+      add_keys(a, f.queued[i]->idempotency);
+    }
+    const auto head = last.meta.head_seq;
+    f.epoch = first.meta.epoch;
+    f.queued.erase(f.queued.begin(), f.queued.begin() + static_cast<std::ptrdiff_t>(n));
+    send(self, id, f, std::move(a), false, head);
   }
-  auto a = append_header(st);
-  a.set_prev_seq(first.prev_seq);
-  a.set_first_seq(last.meta.first_seq);
-  a.set_synced(true);
-  a.set_reset(reset);
-  for (const auto& b : batches) {
-    add_events(a, b->events);
-    add_keys(a, b->idempotency);
-  }
-  f.epoch = last.meta.epoch;
-  send(self, id, f, std::move(a), false, true);
 }
 
 void ship_to(self_ptr self, follower& f, const actors::replica_batch_ptr& batch) {

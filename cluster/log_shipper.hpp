@@ -98,7 +98,7 @@ struct shipper_state {
     // In sync: live appends out (this generation), and the writes shipped
     // meanwhile, sent as one append when an answer comes back.
     unsigned out = 0;
-    std::vector<actors::replica_batch_ptr> queued;
+    std::deque<actors::replica_batch_ptr> queued;
     std::uint64_t epoch = 0;  // of its copy, as it last said
     std::uint64_t head = 0;   // its copy's end, as it last said
     bool keys_sent = false;   // this catch-up carried the idempotency keys

@@ -29,8 +29,11 @@ using self_ptr = node_actor*;
 // caller waits for both (cluster_member::drain). The watch mover bounds
 // its own part by the same time.
 constexpr auto move_out_for = std::chrono::seconds(8);
-// How long a returned source is listed in this node's pins.
+// How long a returned source is listed in this node's pins (a hold that
+// saw it keeps following until it moved, ADR 0016), and how long its
+// close may take.
 constexpr auto returns_told_for = std::chrono::seconds(60);
+constexpr auto return_for = std::chrono::seconds(30);
 
 }  // namespace
 
@@ -56,18 +59,22 @@ void sync_pins(self_ptr self) {
     k->set_stream(key.name);
     returned.insert(key);
   }
-  if (st.cfg.view->set_returned("", std::move(returned))) st.cfg.view->follow_sources(false);
+  const bool returns_changed = st.cfg.view->set_returned("", std::move(returned));
   // To every up peer unless each of them has it already: new peers (or
   // restarted ones, a new handle) get it even when nothing changed here.
   auto bytes = pins.SerializeAsString();
   std::set<caf::actor_addr> peers;
   for (const auto& [id, handle] : st.handles)
     if (st.table.state(id) == member_state::up) peers.insert(handle.address());
-  if (bytes == st.pins_sent && peers == st.pins_peers) return;
-  for (const auto& [id, handle] : st.handles)
-    if (st.table.state(id) == member_state::up) self->send(handle, pins_atom::value, bytes);
-  st.pins_sent = std::move(bytes);
-  st.pins_peers = std::move(peers);
+  if (bytes != st.pins_sent || peers != st.pins_peers) {
+    for (const auto& [id, handle] : st.handles)
+      if (st.table.state(id) == member_state::up) self->send(handle, pins_atom::value, bytes);
+    st.pins_sent = std::move(bytes);
+    st.pins_peers = std::move(peers);
+  }
+  // The holds here follow a return after the peers were told of the unpin
+  // (the owner refuses a source whose stream it sees pinned elsewhere).
+  if (returns_changed) st.cfg.view->follow_sources(false);
 }
 
 void on_peer_pins(self_ptr self, const std::string& bytes) {
@@ -98,15 +105,20 @@ void return_sources(self_ptr self) {
     if (placed.empty() || placed == m->self_id || !m->node_of(placed)) continue;
     logging::info("cluster.source_return", {{"tenant", key.tenant}, {"stream", key.name}, {"to", placed}});
     st.returns.asked.insert(key);
-    self->send(st.cfg.sources, actors::source_return_atom::value, key.tenant, key.name,
-               actors::continue_in(caf::actor_cast<caf::actor>(self), [self, key] {
-                 auto& st = self->state;
-                 st.returns.asked.erase(key);
-                 if (!st.cfg.hubs->pinned(key)) st.returns.done[key] = std::chrono::steady_clock::now();
-                 sync_pins(self);
-                 // Its log goes to the owner too, as the rebalance hands it.
-                 rebalance(self);
-               }));
+    self->request(st.cfg.sources, return_for, actors::source_return_atom::value, key.tenant, key.name)
+        .then(
+            [self, key](bool closed) {
+              auto& st = self->state;
+              st.returns.asked.erase(key);
+              // Only a source this return closed: one that failed meanwhile
+              // must not be started elsewhere by its holds.
+              if (closed && !st.cfg.hubs->pinned(key))
+                st.returns.done[key] = std::chrono::steady_clock::now();
+              sync_pins(self);
+              // Its log goes to the owner too, as the rebalance hands it.
+              rebalance(self);
+            },
+            [self, key](caf::error&) { self->state.returns.asked.erase(key); });
   }
 }
 

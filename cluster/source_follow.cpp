@@ -80,19 +80,26 @@ void cluster_view::follow_sources(bool membership_changed) {
       holder = hold->holder;
     }
     bool gone = !holder.empty() && std::find(m->live.begin(), m->live.end(), holder) == m->live.end();
-    bool returned = false;
+    bool listed = false;
     {
       std::lock_guard lock(mutex_);
       auto r = returned_.find(holder);
-      returned = r != returned_.end() && r->second.contains(key);
+      listed = r != returned_.end() && r->second.contains(key);
+    }
+    bool returned = false;
+    {
+      std::lock_guard lock(hold->mutex);
+      if (listed && hold->holder == holder) hold->returned = true;
+      returned = hold->returned;
     }
     if (!gone && !returned) continue;
     // Running here again (a new start since the return).
     if (holder.empty() && hubs_.pinned(key)) continue;
+    // Where the stream is owned now, the holder again included (the owner
+    // it was returned to may have left): one that has not heard of the
+    // unpin yet refuses with "retry", and the pauses below apply.
     auto owner = owner_of(hold->tenant, hold->stream);
-    // Returned, but this node has not heard that the holder let the
-    // stream go: the next tick (or its pins) tries again.
-    if (owner == no_member || (!gone && owner == holder)) continue;
+    if (owner == no_member) continue;
     {
       std::lock_guard lock(hold->mutex);
       if (hold->moving || hold->holder != holder || std::chrono::steady_clock::now() < hold->next_try)
@@ -123,6 +130,7 @@ void moved_to(const std::shared_ptr<source_hold>& hold, const std::string& holde
     hold->holder = holder;
     hold->local = std::move(local);
     hold->moving = false;
+    hold->returned = false;
     hold->backoff = {};
   }
   if (old_target) caf::anon_send(old_target, srcunsub_atom::value, old_lease);

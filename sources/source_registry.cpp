@@ -336,27 +336,23 @@ void on_reload(self_ptr self, const actors::source_reload_request_ptr& req) {
 }
 
 // The source of (tenant, stream) leaves for its placement owner: its
-// leases are void at once (their holds subscribe again there), and `then`
-// runs once it is down, after its stream is unpinned.
-void on_return(self_ptr self, const std::string& tenant, const std::string& stream,
-               const actors::actor_task& then) {
+// leases are void at once (their holds subscribe again there), and the
+// answer (true) comes once it is down, after its stream is unpinned.
+caf::result<bool> on_return(self_ptr self, const std::string& tenant, const std::string& stream) {
   auto& st = self->state;
   auto it = std::find_if(st.sources.begin(), st.sources.end(), [&](const auto& entry) {
     auto info = entry.second.status->get();
     return info.tenant == tenant && info.stream == stream;
   });
-  if (it == st.sources.end()) {
-    if (then.run) then.run();
-    return;
-  }
+  if (it == st.sources.end()) return false;
   auto k = it->first;
   logging::info("source.stopping",
                 {{"key", it->second.status->get().key}, {"reason", "moving to its owner"}});
   drop_leases(self, it->second.leases);
   close_entry(self, k);
-  st.after_close[k].push_back([then] {
-    if (then.run) then.run();
-  });
+  auto rp = self->make_response_promise<bool>();
+  st.after_close[k].push_back([rp]() mutable { rp.deliver(true); });
+  return rp;
 }
 
 // Handing off: the waiting tasks run once no source runs or closes.
@@ -436,8 +432,9 @@ actors::source_registry_actor::behavior_type source_registry(
         st.when_idle.push_back(then);
         run_when_idle(self);
       },
-      [self](actors::source_return_atom, const std::string& tenant, const std::string& stream,
-             const actors::actor_task& then) { on_return(self, tenant, stream, then); },
+      [self](actors::source_return_atom, const std::string& tenant, const std::string& stream) {
+        return on_return(self, tenant, stream);
+      },
       [self](actors::source_stop_atom) {
         auto& st = self->state;
         st.stopping = true;

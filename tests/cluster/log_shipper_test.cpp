@@ -102,15 +102,16 @@ actors::replication_sink_actor::behavior_type fake_hub(actors::replication_sink_
   };
 }
 
-// One event at `seq`, shipped as the hub ships a write.
-actors::replica_batch_ptr write_of(std::uint64_t seq) {
+// One event at `seq`, shipped as the hub ships a write (the log's first
+// seq after it: `first_seq`).
+actors::replica_batch_ptr write_of(std::uint64_t seq, std::uint64_t epoch = 1, std::uint64_t first_seq = 1) {
   auto b = std::make_shared<actors::replica_batch>();
   b->prev_seq = seq - 1;
   b->events.push_back({seq, core::event{"/o/" + std::to_string(seq), "ADDED", "{}", 0}});
   b->meta.tenant = "t1";
   b->meta.name = "orders";
-  b->meta.epoch = 1;
-  b->meta.first_seq = 1;
+  b->meta.epoch = epoch;
+  b->meta.first_seq = first_seq;
   b->meta.head_seq = seq;
   b->meta.term = 1;
   return b;
@@ -159,7 +160,11 @@ struct fixture : tidings::testing::coordinated_system {
   }
 
   ~fixture() {
+    // Unanswered appends hold their promises (and the shipper's request
+    // timeouts): let them go with the actors.
+    follower->appends.clear();
     caf::anon_send_exit(shipper, caf::exit_reason::user_shutdown);
+    caf::anon_send_exit(follower_actor, caf::exit_reason::user_shutdown);
     sched->run();
   }
 
@@ -203,8 +208,8 @@ struct fixture : tidings::testing::coordinated_system {
 }  // namespace
 
 TEST_CASE_METHOD(fixture,
-                 "a write shipped alone goes to the follower at once; writes shipped before the shipper "
-                 "flushes go as one append; the hub hears what the follower holds",
+                 "a write shipped alone goes to the follower at once, writes shipped before the shipper "
+                 "flushes go as one append, and the hub hears what the follower holds",
                  "[shipper]") {
   begin();
   REQUIRE_FALSE(follower->appends.empty());
@@ -254,4 +259,33 @@ TEST_CASE_METHOD(fixture,
   CHECK(follower->appends.back().message.prev_seq() == 8);
   for (int k = 0; k < 8; ++k) answer_oldest();
   CHECK(hub->replicated == 10);
+}
+
+TEST_CASE_METHOD(fixture,
+                 "a write that starts a new epoch goes to the follower alone, beginning at the log's first "
+                 "seq, and the writes after it go together",
+                 "[shipper]") {
+  begin();
+  const auto probes = follower->appends.size();
+  follower->answer_at_once = false;
+  // A fresh epoch of a log that keeps two events: its first seq moves
+  // with every write after the second.
+  for (std::uint64_t seq = 1; seq <= 3; ++seq) {
+    caf::anon_send(shipper, actors::ship_atom::value, write_of(seq, 2, seq < 3 ? 1 : 2));
+    caf::anon_send(shipper, actors::local_atom::value, seq);
+  }
+  sched->run();
+  REQUIRE(follower->appends.size() == probes + 2);
+  const auto& start = follower->appends[probes].message;
+  CHECK(start.reset());
+  CHECK(start.epoch() == 2);
+  CHECK(start.prev_seq() == 0);
+  CHECK(start.first_seq() == 1);  // the replica refuses a reset that does not begin there
+  CHECK(seqs_of(start) == std::vector<std::uint64_t>{1});
+  const auto& rest = follower->appends[probes + 1].message;
+  CHECK_FALSE(rest.reset());
+  CHECK(rest.epoch() == 2);
+  CHECK(rest.prev_seq() == 1);
+  CHECK(rest.first_seq() == 2);
+  CHECK(seqs_of(rest) == std::vector<std::uint64_t>{2, 3});
 }

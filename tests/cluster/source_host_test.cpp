@@ -38,7 +38,7 @@ actors::source_registry_actor::behavior_type fake_registry(actors::source_regist
       [](actors::task_atom, const actors::actor_task&) {},
       [](actors::source_reload_atom, const actors::source_reload_request_ptr&) {},
       [](actors::source_handoff_atom, const actors::actor_task&) {},
-      [](actors::source_return_atom, const std::string&, const std::string&, const actors::actor_task&) {},
+      [](actors::source_return_atom, const std::string&, const std::string&) { return false; },
       [](actors::source_stop_atom) {},
   };
 }

@@ -175,8 +175,9 @@ TEST_CASE(
 }
 
 TEST_CASE(
-    "a source returned to its placement owner closes and unpins its stream before the task runs; its "
-    "leases are void, and a subscriber of this node holds its lease through the cluster's hold",
+    "a source returned to its placement owner closes and unpins its stream before it answers, one "
+    "that does not run is not returned, and a subscriber of this node holds its lease through the "
+    "cluster's hold",
     "[sources][cluster]") {
   source_node node;
   node.placement.owns_all = true;
@@ -192,22 +193,25 @@ TEST_CASE(
   actors::stream_key key{"default", mine.stream};
   REQUIRE(node.hubs->pinned(key));
 
-  // Another stream's return: nothing runs for it, the task runs at once.
-  auto none = std::make_shared<std::promise<void>>();
-  caf::anon_send(node.registry, actors::source_return_atom::value, std::string("default"),
-                 std::string("src:0000000000000000"), actors::actor_task{[none] { none->set_value(); }});
-  REQUIRE(none->get_future().wait_for(10s) == std::future_status::ready);
+  // Another stream's return: nothing runs for it, so nothing is returned.
+  caf::scoped_actor self{*node.system};
+  auto returned = [&](const std::string& stream) {
+    std::optional<bool> out;
+    self->request(node.registry, std::chrono::seconds(10), actors::source_return_atom::value, key.tenant,
+                  stream)
+        .receive([&](bool closed) { out = closed; },
+                 [&](caf::error& err) { FAIL(node.system->render(err)); });
+    return out;
+  };
+  CHECK(returned("src:0000000000000000") == false);
   CHECK(node.hubs->pinned(key));
 
-  auto returned = std::make_shared<std::promise<bool>>();
-  caf::anon_send(node.registry, actors::source_return_atom::value, key.tenant, key.name,
-                 actors::actor_task{[returned, &node, key] { returned->set_value(node.hubs->pinned(key)); }});
-  auto done = returned->get_future();
-  REQUIRE(done.wait_for(10s) == std::future_status::ready);
-  CHECK_FALSE(done.get());  // unpinned before the task ran
+  // Its own: answered once it is down and its stream unpinned.
+  CHECK(returned(key.name) == true);
+  CHECK_FALSE(node.hubs->pinned(key));
+  CHECK(returned(key.name) == false);  // gone: nothing left to return
 
-  // Its leases went with it: dropping them now changes nothing, and the
-  // next subscriber starts it again.
+  // The next subscriber starts it again.
   mine.lease.reset();
   placed.lease.reset();
   auto again = node.subscribe_here(uri, false);
