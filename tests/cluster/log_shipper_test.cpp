@@ -14,14 +14,10 @@
 #include <string>
 #include <vector>
 
-#include "actors/hub_registry.hpp"
-#include "cluster/cluster_view.hpp"
 #include "cluster/log_shipper.hpp"
-#include "persistence/group_commit.hpp"
-#include "persistence/store.hpp"
 #include "proto/cluster.pb.h"
 #include "tests/cluster/coordinated_system.hpp"
-#include "tests/persistence/temp_dir.hpp"
+#include "tests/cluster/member_view.hpp"
 
 namespace {
 
@@ -124,36 +120,23 @@ std::vector<std::uint64_t> seqs_of(const proto::ReplicaAppend& a) {
 }
 
 struct fixture : tidings::testing::coordinated_system {
-  persistence::testing::temp_dir dir;
-  std::unique_ptr<persistence::store> store;
-  std::optional<persistence::group_committer> committer;
-  std::optional<actors::hub_registry> hubs;
-  std::optional<cluster_view> view;
+  tidings::testing::member_view a{*sys, "a"};
   std::shared_ptr<follower_log> follower = std::make_shared<follower_log>();
   std::shared_ptr<hub_log> hub = std::make_shared<hub_log>();
   caf::actor follower_actor;
   shipper_actor shipper;
 
   fixture() {
-    REQUIRE(persistence::store::open(dir.db(), persistence::durability::batch, &store).ok());
-    committer.emplace(*store);
-    hubs.emplace(*sys, *store, *committer, actors::hub_defaults{});
-    view.emplace(*sys, "a", *hubs, 64);
     follower_actor = sys->spawn(follower_node, follower);
-    auto m = std::make_shared<membership>();
-    m->self_id = "a";
-    m->live = {"a", "b"};
-    m->holders = {"a", "b"};
     member peer;
     peer.id = "b";
     peer.incarnation = 7;
-    m->peers.emplace_back(peer, follower_actor);
-    view->update(m);
+    a.set_members({{peer, follower_actor}});
     shipper_config cfg;
     cfg.stream = {"t1", "orders"};
     cfg.hub = sys->spawn(fake_hub, hub);
-    cfg.store = store.get();
-    cfg.view = &*view;
+    cfg.store = a.store.get();
+    cfg.view = &*a.view;
     cfg.replication_factor = 2;
     shipper = sys->spawn(log_shipper, std::move(cfg));
     sched->run();
@@ -183,12 +166,18 @@ struct fixture : tidings::testing::coordinated_system {
 
   // The hub ships these writes (each durable here at once), then the
   // actors run.
-  void ship(const std::vector<std::uint64_t>& seqs) {
-    for (auto seq : seqs) {
-      caf::anon_send(shipper, actors::ship_atom::value, write_of(seq));
-      caf::anon_send(shipper, actors::local_atom::value, seq);
+  void ship_writes(const std::vector<actors::replica_batch_ptr>& writes) {
+    for (const auto& w : writes) {
+      caf::anon_send(shipper, actors::ship_atom::value, w);
+      caf::anon_send(shipper, actors::local_atom::value, w->meta.head_seq);
     }
     sched->run();
+  }
+  // One event each at these seqs, epoch 1.
+  void ship(const std::vector<std::uint64_t>& seqs) {
+    std::vector<actors::replica_batch_ptr> writes;
+    for (auto seq : seqs) writes.push_back(write_of(seq));
+    ship_writes(writes);
   }
 
   // The follower answers its oldest unanswered append: it holds what that
@@ -270,11 +259,7 @@ TEST_CASE_METHOD(fixture,
   follower->answer_at_once = false;
   // A fresh epoch of a log that keeps two events: its first seq moves
   // with every write after the second.
-  for (std::uint64_t seq = 1; seq <= 3; ++seq) {
-    caf::anon_send(shipper, actors::ship_atom::value, write_of(seq, 2, seq < 3 ? 1 : 2));
-    caf::anon_send(shipper, actors::local_atom::value, seq);
-  }
-  sched->run();
+  ship_writes({write_of(1, 2, 1), write_of(2, 2, 1), write_of(3, 2, 2)});
   REQUIRE(follower->appends.size() == probes + 2);
   const auto& start = follower->appends[probes].message;
   CHECK(start.reset());

@@ -15,15 +15,11 @@
 #include <thread>
 #include <vector>
 
-#include "actors/hub_registry.hpp"
-#include "cluster/cluster_view.hpp"
 #include "cluster/replica_actor.hpp"
 #include "core/placement.hpp"
-#include "persistence/group_commit.hpp"
-#include "persistence/store.hpp"
 #include "proto/cluster.pb.h"
 #include "tests/cluster/coordinated_system.hpp"
-#include "tests/persistence/temp_dir.hpp"
+#include "tests/cluster/member_view.hpp"
 
 namespace {
 
@@ -66,30 +62,19 @@ replica_append_ptr append_of(const std::string& owner, std::uint64_t term, std::
 }
 
 struct fixture : tidings::testing::coordinated_system {
-  persistence::testing::temp_dir dir;
-  std::unique_ptr<persistence::store> store;
-  std::optional<persistence::group_committer> committer;
-  std::optional<actors::hub_registry> hubs;
-  std::optional<cluster_view> view;
+  tidings::testing::member_view b{*sys, "b"};
+  persistence::store& store = *b.store;
   actors::stream_key key{"t1", stream_owned_by_a()};
   replica_actor copy;
 
   fixture() {
-    REQUIRE(persistence::store::open(dir.db(), persistence::durability::batch, &store).ok());
-    committer.emplace(*store);
-    hubs.emplace(*sys, *store, *committer, actors::hub_defaults{});
-    view.emplace(*sys, "b", *hubs, 64);
-    auto m = std::make_shared<membership>();
-    m->self_id = "b";
-    m->live = {"a", "b"};
-    m->holders = {"a", "b"};
-    view->update(m);
+    b.set_members();
     replica_config cfg;
     cfg.stream = key;
     cfg.self_id = "b";
-    cfg.store = store.get();
-    cfg.committer = &*committer;
-    cfg.view = &*view;
+    cfg.store = b.store.get();
+    cfg.committer = &*b.committer;
+    cfg.view = &*b.view;
     copy = sys->spawn(replica, std::move(cfg));
     sched->run();
   }
@@ -97,7 +82,7 @@ struct fixture : tidings::testing::coordinated_system {
   ~fixture() {
     caf::anon_send_exit(copy, caf::exit_reason::user_shutdown);
     sched->run();
-    committer->stop();
+    b.committer->stop();
   }
 
   // The replica's answer; its write completes on the committer's thread,
@@ -115,10 +100,10 @@ struct fixture : tidings::testing::coordinated_system {
 
   std::vector<std::uint64_t> stored_seqs() {
     std::optional<persistence::stream_meta> meta;
-    REQUIRE(store->get_stream(key.tenant, key.name, &meta).ok());
+    REQUIRE(store.get_stream(key.tenant, key.name, &meta).ok());
     if (!meta) return {};
     std::vector<persistence::stored_event> events;
-    REQUIRE(store->read_events(meta->id, 0, meta->head_seq, 100, &events).ok());
+    REQUIRE(store.read_events(meta->id, 0, meta->head_seq, 100, &events).ok());
     std::vector<std::uint64_t> out;
     for (const auto& e : events) out.push_back(e.seq);
     return out;
