@@ -62,6 +62,8 @@ using view_atom = caf::atom_constant<caf::atom("cview")>;        // membership c
 using stop_atom = caf::atom_constant<caf::atom("cstop")>;        // a follower's copy stops following
 using written_atom = caf::atom_constant<caf::atom("cwritten")>;  // a follower's write is durable
 using deleted_atom = caf::atom_constant<caf::atom("cdeleted")>;  // a dropped copy is gone
+using drop_atom = caf::atom_constant<caf::atom("cdrop")>;        // a copy is to be deleted
+using forget_atom = caf::atom_constant<caf::atom("cforget")>;    // no copy here is in sync any more
 // node -> its inner actors (source host, watch router, watch mover)
 using members_atom = caf::atom_constant<caf::atom("cmembers")>;   // membership changed
 using member_gone_atom = caf::atom_constant<caf::atom("cgone")>;  // (id): a member is gone

@@ -250,7 +250,7 @@ void on_lapsed(self_ptr self, std::int64_t incarnation) {
   me.incarnation = incarnation;
   st.table.set_self(me);
   st.table.lapse();
-  forget_sync(self);
+  self->send(st.replica_host, forget_atom::value);
   on_change(self);
 }
 
@@ -380,6 +380,39 @@ void on_close(self_ptr self, const caf::actor& relay) {
                  actors::fanout_sink_ptr(it->second.sink));
   self->demonitor(relay);
   st.feeds.erase(it);
+}
+
+// An owner's append, decoded here once; the replica host takes it on.
+caf::result<std::string> on_replicate(self_ptr self, const std::string& bytes) {
+  auto& st = self->state;
+  proto::ReplicaAppend a;
+  proto::ReplicaReply refused;
+  refused.set_status(proto::ReplicaReply::REFUSED);
+  if (!parse(bytes, &a) || a.stream().empty()) {
+    refused.set_error("unreadable append");
+    return refused.SerializeAsString();
+  }
+  // Meant for an earlier life of this member (before its registration
+  // lapsed): writes may have been acknowledged without it since, so
+  // nothing from then may make a copy here in sync (ADR 0022).
+  if (a.follower_incarnation() != st.table.self().incarnation || !st.table.is_member()) {
+    refused.set_error("the append is for another life of this member");
+    return refused.SerializeAsString();
+  }
+  return self->delegate(st.replica_host, replicate_atom::value,
+                        std::make_shared<replica_append>(from_proto(std::move(a))));
+}
+
+// The owner no longer counts this node as a follower: answered (empty)
+// once the copy is gone.
+caf::result<std::string> on_release(self_ptr self, const std::string& bytes) {
+  proto::ReplicaRelease r;
+  if (!parse(bytes, &r) || r.stream().empty()) return std::string{};
+  auto rp = self->make_response_promise<std::string>();
+  self->request(self->state.replica_host, caf::infinite, release_atom::value, r.tenant(), r.stream())
+      .then([rp](bool) mutable { rp.deliver(std::string{}); },
+            [rp](caf::error&) mutable { rp.deliver(std::string{}); });
+  return rp;
 }
 
 // This node's counts, with the feeds it serves.
@@ -536,6 +569,9 @@ caf::behavior node(node_actor* self, node_config cfg) {
                                       [view = cfg.view](const std::string& tenant, const std::string& key) {
                                         return view->owner_of(tenant, key);
                                       }});
+  self->state.replica_host = self->spawn<caf::linked>(
+      replica_host,
+      replica_host_config{cfg.self.id, cfg.hubs, cfg.store, cfg.committer, cfg.view, cfg.request_timeout});
   self->state.cfg = std::move(cfg);
   self->set_down_handler([self](caf::down_msg& dm) { on_down(self, dm); });
   return {
@@ -608,9 +644,6 @@ caf::behavior node(node_actor* self, node_config cfg) {
       },
       [self](replicate_atom, const std::string& bytes) { return on_replicate(self, bytes); },
       [self](release_atom, const std::string& bytes) { return on_release(self, bytes); },
-      [self](deleted_atom, const std::string& tenant, const std::string& stream) {
-        self->state.deleting.erase({tenant, stream});
-      },
       [self](rebalance_atom, std::uint64_t generation) { on_rebalance(self, generation); },
       [self](read_atom, const std::string& bytes) {
         proto::ReadRequest r;

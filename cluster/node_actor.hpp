@@ -23,7 +23,7 @@
 #include "cluster/feed_sinks.hpp"
 #include "cluster/member_table.hpp"
 #include "cluster/registrar.hpp"
-#include "cluster/replica_actor.hpp"
+#include "cluster/replica_host.hpp"
 #include "cluster/source_host.hpp"
 #include "cluster/watch_mover.hpp"
 #include "cluster/watch_router.hpp"
@@ -120,21 +120,7 @@ struct node_state {
   std::set<caf::actor_addr> pins_peers;
   unsigned ticks = 0;  // every tenth sends watch copies and pins again, changed or not
 
-  // Replication (node_replicas.cpp): the copies this node keeps as a
-  // follower, and copies being dropped (appends wait until they are gone).
-  std::map<actors::stream_key, replica_actor> replicas;
-  std::set<actors::stream_key> deleting;
-  // Copies stopped because this node's membership lapsed (appends wait).
-  std::set<actors::stream_key> forgetting;
-};
-
-// This node's copy of a stream's log, as its follower left it.
-struct copy_status {
-  bool exists = false;
-  bool in_sync = false;  // a follower's copy its owner said was whole
-  std::string owner;     // whose log: this node's own id, or the owner it followed
-  std::uint64_t epoch = 0;
-  std::uint64_t head = 0;
+  replica_host_actor replica_host;  // followers' copies of other members' logs
 };
 
 using node_actor = caf::stateful_actor<node_state>;
@@ -183,20 +169,10 @@ void move_out(node_actor* self, std::function<void()> then);
 // now (one that joined); their holds follow them there (ADR 0016).
 void return_sources(node_actor* self);
 
-// node_replicas.cpp: followers' copies (ADR 0017).
-// This node's membership lapsed: no copy here may still count as in sync
-// (writes may be acknowledged without it now); each follower stops.
-void forget_sync(node_actor* self);
-caf::result<std::string> on_replicate(node_actor* self, const std::string& bytes);
-caf::result<std::string> on_release(node_actor* self, const std::string& bytes);
-// Stops following `key` here (waiting for the copy's writes) and hands on
-// what the copy is; from the store when no follower runs.
+// Stops following `key` here (the replica host waits for the copy's
+// writes) and hands on what the copy is.
 void with_copy_stopped(node_actor* self, const actors::stream_key& key,
                        const std::function<void(const copy_status&)>& then);
-// Deletes this node's copy of `key` (appends are refused until it is gone).
-void drop_copy(node_actor* self, const persistence::stream_meta& meta);
-// Whether this node's copy of `meta` is a follower's (another member's log).
-bool is_follower_copy(node_actor* self, const persistence::stream_meta& meta);
 
 // "host:port" -> (host, port); nullopt when malformed.
 std::optional<std::pair<std::string, std::uint16_t>> split_address(const std::string& address);

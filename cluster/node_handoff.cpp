@@ -369,6 +369,16 @@ void succeed_then_adopt(self_ptr self, const std::shared_ptr<node_state::pull_jo
 
 }  // namespace
 
+void with_copy_stopped(self_ptr self, const actors::stream_key& key,
+                       const std::function<void(const copy_status&)>& then) {
+  // The host always answers (its own wait on the follower is bounded).
+  self->request(self->state.replica_host, caf::infinite, stop_atom::value, key.tenant, key.name)
+      .then([then](const copy_status& copy) { then(copy); },
+            [self, key, then](caf::error&) {
+              then(stored_copy(*self->state.cfg.store, key, self->state.table.self().id));
+            });
+}
+
 void on_pull(self_ptr self, const actors::stream_key& key, const actors::hub_handoff_actor& hub) {
   // Whatever follower ran here for this stream stops writing first: the hub
   // reads the store once it has the answer.
@@ -461,7 +471,7 @@ void on_taken(self_ptr self, const actors::stream_key& key, std::uint64_t epoch)
       !st.cfg.view->owner_of(key.tenant, key.name).empty()) {
     // The new owner has it durable: this copy would only go stale, unless
     // it already follows the new owner (a follower runs here for it).
-    drop_copy(self, *meta);
+    self->send(st.replica_host, drop_atom::value, key.tenant, key.name, epoch);
     st.cfg.hubs->forget_moved(key);
   }
   if (st.draining) st.handed.insert(key);
@@ -491,13 +501,13 @@ void rebalance_now(self_ptr self) {
     if (st.cfg.hubs->pinned({m.tenant, m.name})) continue;
     auto owner = st.cfg.view->owner_of(m.tenant, m.name);
     if (owner.empty()) continue;
-    if (is_follower_copy(self, m)) {
+    if (is_follower_copy(m, st.table.self().id)) {
       // A follower's copy: its owner keeps it current. One this node no
       // longer follows is dropped (unless a follower still runs for it).
       auto followers =
           core::followers_of(members->live, owner, m.tenant, m.name, factor > 0 ? factor - 1 : 0);
       if (std::find(followers.begin(), followers.end(), members->self_id) == followers.end())
-        drop_copy(self, m);
+        self->send(st.replica_host, drop_atom::value, m.tenant, m.name, m.epoch);
       continue;
     }
     auto handle = st.handles.find(owner);

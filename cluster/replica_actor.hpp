@@ -2,8 +2,9 @@
 
 // A follower's copy of one stream's log (replication, ADR 0017): it applies
 // what the owner's log shipper sends, in order, to this node's store under
-// the same epoch, and answers each append once it is durable. The node
-// actor spawns one per stream it follows and routes appends to it.
+// the same epoch, and answers each append once it is durable. The replica
+// host (replica_host.hpp) spawns one per stream it follows and routes
+// appends to it.
 //
 // An append is taken only from the member this node sees as the stream's
 // owner, and only in that member's term or a newer one (an older term is

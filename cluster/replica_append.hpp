@@ -12,11 +12,13 @@
 
 #include <caf/all.hpp>
 
+#include "actors/stream_key.hpp"
 #include "persistence/store.hpp"
 
 namespace tidings::cluster {
 
 struct replica_append {
+  actors::stream_key stream;
   std::string owner;       // the sender: taken only from the member seen as the owner
   std::uint64_t term = 0;  // the sender's term: an older one is fenced
   std::uint64_t epoch = 0;

@@ -137,6 +137,7 @@ void append_events(const proto::TakeReply& r, std::vector<persistence::stored_ev
 
 replica_append from_proto(proto::ReplicaAppend&& a) {
   replica_append out;
+  out.stream = {std::move(*a.mutable_tenant()), std::move(*a.mutable_stream())};
   out.owner = std::move(*a.mutable_owner());
   out.term = a.term();
   out.epoch = a.epoch();

@@ -16,6 +16,8 @@
 
 #include "actors/hub_registry.hpp"
 #include "cluster/cluster_view.hpp"
+#include "cluster/replica_append.hpp"
+#include "core/placement.hpp"
 #include "persistence/group_commit.hpp"
 #include "persistence/store.hpp"
 #include "tests/persistence/temp_dir.hpp"
@@ -46,5 +48,33 @@ struct member_view {
     view->update(m);
   }
 };
+
+// A stream that rendezvous over {a, b} places on `owner` (`skip`: a later one).
+inline std::string stream_placed_on(const std::string& owner, int skip = 0) {
+  const std::vector<std::string> both{"a", "b"};
+  for (int k = 0;; ++k) {
+    auto name = "s" + std::to_string(k);
+    if (core::owner_of(both, "t1", name) == owner && skip-- == 0) return name;
+  }
+}
+
+// An owner's append of epoch 1 whose events are `seqs` (a reset when it
+// starts the log), with the copy whole once it is written.
+inline cluster::replica_append_ptr append_of(const actors::stream_key& stream, const std::string& owner,
+                                             std::uint64_t term, std::uint64_t prev_seq,
+                                             std::vector<std::uint64_t> seqs) {
+  auto a = std::make_shared<cluster::replica_append>();
+  a->stream = stream;
+  a->owner = owner;
+  a->term = term;
+  a->epoch = 1;
+  a->prev_seq = prev_seq;
+  a->first_seq = 1;
+  a->synced = true;
+  a->reset = prev_seq == 0;
+  for (auto seq : seqs)
+    a->events.push_back({seq, core::event{"/o/" + std::to_string(seq), "ADDED", "{}", 0}});
+  return a;
+}
 
 }  // namespace tidings::testing

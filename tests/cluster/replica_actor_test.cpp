@@ -27,15 +27,6 @@ using namespace std::chrono_literals;
 using namespace tidings;
 using namespace tidings::cluster;
 
-// A stream that rendezvous over {a, b} places on "a" (this node is "b").
-std::string stream_owned_by_a() {
-  const std::vector<std::string> both{"a", "b"};
-  for (int k = 0;; ++k) {
-    auto name = "s" + std::to_string(k);
-    if (core::owner_of(both, "t1", name) == "a") return name;
-  }
-}
-
 // Sends one append and keeps the answer. (Spawned with arguments: CAF 0.17
 // spawning a function without any binds a null argument tuple.)
 void ask(caf::event_based_actor* self, const replica_actor& copy, const replica_append_ptr& append,
@@ -46,25 +37,17 @@ void ask(caf::event_based_actor* self, const replica_actor& copy, const replica_
   });
 }
 
+// The stream's owner "a" (or another member) appends.
 replica_append_ptr append_of(const std::string& owner, std::uint64_t term, std::uint64_t prev_seq,
                              std::vector<std::uint64_t> seqs) {
-  auto a = std::make_shared<replica_append>();
-  a->owner = owner;
-  a->term = term;
-  a->epoch = 1;
-  a->prev_seq = prev_seq;
-  a->first_seq = 1;
-  a->synced = true;
-  a->reset = prev_seq == 0;
-  for (auto seq : seqs)
-    a->events.push_back({seq, core::event{"/o/" + std::to_string(seq), "ADDED", "{}", 0}});
-  return a;
+  return tidings::testing::append_of({"t1", tidings::testing::stream_placed_on("a")}, owner, term, prev_seq,
+                                     std::move(seqs));
 }
 
 struct fixture : tidings::testing::coordinated_system {
   tidings::testing::member_view b{*sys, "b"};
   persistence::store& store = *b.store;
-  actors::stream_key key{"t1", stream_owned_by_a()};
+  actors::stream_key key{"t1", tidings::testing::stream_placed_on("a")};
   replica_actor copy;
 
   fixture() {
