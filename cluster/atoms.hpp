@@ -52,6 +52,7 @@ using retry_atom = caf::atom_constant<caf::atom("cretry")>;
 using pull_atom = caf::atom_constant<caf::atom("cpull")>;
 using drain_atom = caf::atom_constant<caf::atom("cdrain")>;
 using drain_end_atom = caf::atom_constant<caf::atom("cdrainend")>;
+using handover_atom = caf::atom_constant<caf::atom("chandover")>;  // a drain's streams go
 using settled_atom = caf::atom_constant<caf::atom("csettled")>;
 using rebalance_atom = caf::atom_constant<caf::atom("crebal")>;
 using copies_atom = caf::atom_constant<caf::atom("ccopies")>;    // (WatchCopies): this node's own

@@ -159,28 +159,6 @@ proto::ReplicaAppend append_header(const shipper_state& st) {
   return a;
 }
 
-void add_events(proto::ReplicaAppend& a, const std::vector<persistence::stored_event>& events) {
-  for (const auto& e : events) {
-    auto* w = a.add_events();
-    w->set_seq(e.seq);
-    w->set_path(e.ev.path);
-    w->set_type(e.ev.type);
-    w->set_data_json(e.ev.data_json);
-    w->set_time_ms(e.ev.time_ms);
-  }
-}
-
-void add_keys(proto::ReplicaAppend& a,
-              const std::vector<std::pair<std::string, persistence::idempotency_record>>& keys) {
-  for (const auto& [key, rec] : keys) {
-    auto* k = a.add_idempotency();
-    k->set_key(key);
-    k->set_first_seq(rec.first_seq);
-    k->set_count(rec.count);
-    k->set_time_ms(rec.time_ms);
-  }
-}
-
 // What a reply answers: the shipped head and the time when it was sent.
 struct sent_mark {
   std::uint64_t shipped = 0;

@@ -572,6 +572,9 @@ caf::behavior node(node_actor* self, node_config cfg) {
   self->state.replica_host = self->spawn<caf::linked>(
       replica_host,
       replica_host_config{cfg.self.id, cfg.hubs, cfg.store, cfg.committer, cfg.view, cfg.request_timeout});
+  self->state.handoff = self->spawn<caf::linked>(
+      handoff, handoff_config{cfg.self.id, caf::actor_cast<caf::actor>(self), cfg.hubs, cfg.store, cfg.view,
+                              self->state.replica_host, cfg.request_timeout});
   self->state.cfg = std::move(cfg);
   self->set_down_handler([self](caf::down_msg& dm) { on_down(self, dm); });
   return {
@@ -620,18 +623,15 @@ caf::behavior node(node_actor* self, node_config cfg) {
         return on_force(self, {tenant, stream}, accept_loss);
       },
       [self](done_atom, std::uint64_t token, const std::string& bytes) { on_done(self, token, bytes); },
+      // A hub of this node takes a stream over; the other members' takes
+      // and the new owners' word that a log is durable.
       [self](pull_atom, const std::string& tenant, const std::string& stream,
              const actors::hub_handoff_actor& hub) {
-        on_pull(self, {tenant, stream}, hub);
-      },
-      [self](retry_atom, std::uint64_t token) { on_pull_retry(self, token); },
-      [self](retry_atom, const std::string& tenant, const std::string& stream,
-             const actors::hub_handoff_actor& hub) {
-        on_claim_retry(self, {tenant, stream}, hub);
+        self->send(self->state.handoff, pull_atom::value, tenant, stream, hub);
       },
       [self](take_atom, const std::string& bytes) { return on_take(self, bytes); },
       [self](taken_atom, const std::string& tenant, const std::string& stream, std::uint64_t epoch) {
-        on_taken(self, {tenant, stream}, epoch);
+        self->send(self->state.handoff, taken_atom::value, tenant, stream, epoch);
       },
       [self](adopt_atom, const std::string& tenant, const std::string& stream, std::uint64_t term) {
         // The hub pulls the log when it is new; one that runs already
@@ -645,18 +645,7 @@ caf::behavior node(node_actor* self, node_config cfg) {
       [self](replicate_atom, const std::string& bytes) { return on_replicate(self, bytes); },
       [self](release_atom, const std::string& bytes) { return on_release(self, bytes); },
       [self](rebalance_atom, std::uint64_t generation) { on_rebalance(self, generation); },
-      [self](read_atom, const std::string& bytes) {
-        proto::ReadRequest r;
-        if (!parse(bytes, &r)) return std::string{};
-        auto max = std::min<std::uint32_t>(r.max_events(), 10000);
-        auto after = r.after_seq();
-        if (r.tail()) {
-          std::optional<persistence::stream_meta> meta;
-          if (self->state.cfg.store->get_stream(r.tenant(), r.stream(), &meta).ok() && meta)
-            after = meta->head_seq > max ? meta->head_seq - max : 0;
-        }
-        return read_chunk(self, {r.tenant(), r.stream()}, after, max);
-      },
+      [self](read_atom, const std::string& bytes) { return on_read(self, bytes); },
       [self](drain_atom) { return on_drain(self); },
       [self](settled_atom) -> caf::result<bool> {
         if (settled(self)) return true;
@@ -699,7 +688,6 @@ caf::behavior node(node_actor* self, node_config cfg) {
       [self](stopping_atom, const std::string& tenant, const std::string& name) -> caf::result<bool> {
         return self->delegate(self->state.watch_mover, stopping_atom::value, tenant, name);
       },
-      [self](drain_end_atom) { end_drain(self); },
       [self](wcopy_atom, const std::string& bytes) {
         self->send(self->state.watch_mover, wcopy_atom::value, bytes);
       },

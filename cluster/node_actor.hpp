@@ -21,6 +21,7 @@
 #include "actors/watch_actors.hpp"
 #include "cluster/cluster_view.hpp"
 #include "cluster/feed_sinks.hpp"
+#include "cluster/handoff.hpp"
 #include "cluster/member_table.hpp"
 #include "cluster/registrar.hpp"
 #include "cluster/replica_host.hpp"
@@ -78,35 +79,14 @@ struct node_state {
   std::map<std::uint64_t, caf::response_promise> promises;
   std::uint64_t next_token = 1;
 
-  // Pulls of a stream's log from its previous holder, by token (node_handoff.cpp).
-  struct pull_job {
-    actors::stream_key stream;
-    actors::hub_handoff_actor hub;
-    caf::actor holder;
-    std::string holder_id;
-    std::chrono::steady_clock::time_point give_up_at;
-    std::shared_ptr<actors::stream_handoff> log;
-    actors::stream_handoff_ptr fallback;  // what the hub gets when no log comes
-    // Pulled as the stream's record says (ADR 0021): the log becomes this
-    // node's only by the record's `succeed`, and with no log the claim is
-    // made again later instead of a fallback.
-    bool claimed = false;
-    std::uint64_t leader_epoch = 0;  // claimed: the record's when the pull began
-  };
-  std::map<std::uint64_t, std::shared_ptr<pull_job>> pulls;
-  std::uint64_t rebalance_generation = 0;
-  // Draining: the streams not yet taken by their new owners.
-  source_host_actor source_host;    // the sources other members place here, and their leases
-  watch_router_actor watch_router;  // starts, lists and stops watches across the members
-  watch_mover_actor watch_mover;    // where watches go as members come and go
+  std::uint64_t rebalance_generation = 0;  // the one rebalance due after the quiet time
+  source_host_actor source_host;           // the sources other members place here, and their leases
+  watch_router_actor watch_router;         // starts, lists and stops watches across the members
+  watch_mover_actor watch_mover;           // where watches go as members come and go
   // Asked to wait until the members are listed and dialled (the node starts
   // its watches after that, so their sources are placed by a real view).
   std::vector<caf::response_promise> settle_waiters;
   bool draining = false;
-  std::set<actors::stream_key> handing;
-  std::set<actors::stream_key> handed;  // taken during this drain (their deletes may still be in flight)
-  std::optional<caf::response_promise> drain_reply;
-  bool moving_out = false;  // draining: watches and sources not yet released
 
   // Sources this node runs that placement puts on a member that joined:
   // being closed here (`asked`), and closed, with when (`done`, sent with
@@ -121,6 +101,7 @@ struct node_state {
   unsigned ticks = 0;  // every tenth sends watch copies and pins again, changed or not
 
   replica_host_actor replica_host;  // followers' copies of other members' logs
+  handoff_actor handoff;            // streams' logs moving between members
 };
 
 using node_actor = caf::stateful_actor<node_state>;
@@ -128,35 +109,24 @@ using node_actor = caf::stateful_actor<node_state>;
 // Spawn, publish it on the cluster port, then send (start_atom, port).
 caf::behavior node(node_actor* self, node_config cfg);
 
-// node_handoff.cpp: moving streams' logs between nodes.
-void on_pull(node_actor* self, const actors::stream_key& key, const actors::hub_handoff_actor& hub);
-void on_pull_retry(node_actor* self, std::uint64_t token);
-// A claim that waited (no leader could be had): asked again while this
-// node still owns the stream.
-void on_claim_retry(node_actor* self, const actors::stream_key& key, const actors::hub_handoff_actor& hub);
+// node_handoff.cpp: the handoff actor's wire edge, rebalances and drains.
 caf::result<std::string> on_take(node_actor* self, const std::string& bytes);
-std::string read_chunk(node_actor* self, const actors::stream_key& key, std::uint64_t after_seq,
-                       std::size_t max);
-void on_taken(node_actor* self, const actors::stream_key& key, std::uint64_t epoch);
-// Asks the owners of the streams this node's store holds but no longer
-// owns to take them. Draining: remembers them in `handing`.
+std::string on_read(node_actor* self, const std::string& bytes);
+// Asks the handoff, after a quiet time, to have the owners of what this
+// node's store holds for them take it; then returns sources and watches.
 void rebalance(node_actor* self);
 void on_rebalance(node_actor* self, std::uint64_t generation);
+caf::result<std::string> on_drain(node_actor* self);
+
 // node_actor.cpp: membership changed; tell the view, the registry, the peers.
 void on_change(node_actor* self);
 bool settled(node_actor* self);
 // Answers the start's wait once settled() holds.
 void answer_if_settled(node_actor* self);
-caf::result<std::string> on_drain(node_actor* self);
-void end_drain(node_actor* self);
 
 // node_force.cpp: an operator's forced election (ADR 0021). Answers a JSON
 // body with its HTTP status in "status".
 caf::result<std::string> on_force(node_actor* self, const actors::stream_key& key, bool accept_loss);
-// This node's copy of `key` as a log of epoch `log_epoch` (a forced
-// election's); null when it cannot be read.
-std::shared_ptr<actors::stream_handoff> renumbered_copy(node_actor* self, const actors::stream_key& key,
-                                                        std::uint64_t log_epoch);
 
 // node_moves.cpp: pins, and what a drain moves out (ADR 0016).
 // Sends this node's pinned streams to the peers when they changed.
@@ -168,11 +138,6 @@ void move_out(node_actor* self, std::function<void()> then);
 // Closes each source running here that placement puts on another member
 // now (one that joined); their holds follow them there (ADR 0016).
 void return_sources(node_actor* self);
-
-// Stops following `key` here (the replica host waits for the copy's
-// writes) and hands on what the copy is.
-void with_copy_stopped(node_actor* self, const actors::stream_key& key,
-                       const std::function<void(const copy_status&)>& then);
 
 // "host:port" -> (host, port); nullopt when malformed.
 std::optional<std::pair<std::string, std::uint16_t>> split_address(const std::string& address);

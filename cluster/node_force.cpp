@@ -126,40 +126,4 @@ caf::result<std::string> on_force(self_ptr self, const actors::stream_key& key, 
   return rp;
 }
 
-std::shared_ptr<actors::stream_handoff> renumbered_copy(self_ptr self, const actors::stream_key& key,
-                                                        std::uint64_t log_epoch) {
-  auto log = std::make_shared<actors::stream_handoff>();
-  std::optional<persistence::stream_meta> stored;
-  if (auto s = self->state.cfg.store->get_stream(key.tenant, key.name, &stored); !s.ok()) return nullptr;
-  if (!stored) {
-    // No copy: the stream starts empty, but in the record's epoch.
-    log->meta.tenant = key.tenant;
-    log->meta.name = key.name;
-    log->meta.epoch = log_epoch;
-    log->meta.first_seq = 1;
-    log->meta.head_seq = 0;
-    log->meta.created_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
-                               std::chrono::system_clock::now().time_since_epoch())
-                               .count();
-    return log;
-  }
-  std::uint64_t after = 0;
-  for (;;) {
-    proto::TakeReply r;
-    if (!r.ParseFromString(read_chunk(self, key, after, 1000)) || r.status() != proto::TakeReply::LOG)
-      return nullptr;
-    if (after == 0) log->meta = meta_of(r, key.tenant, key.name);
-    append_events(r, log->events);
-    if (!r.more() || log->events.empty()) break;
-    after = log->events.back().seq;
-  }
-  logging::warn("cluster.log_renumbered", {{"stream", key.name},
-                                           {"from", core::format_epoch(log->meta.epoch)},
-                                           {"to", core::format_epoch(log_epoch)},
-                                           {"head", log->meta.head_seq}});
-  // The old epoch's Idempotency-Keys stay behind: their cursors are gone.
-  log->meta.epoch = log_epoch;
-  return log;
-}
-
 }  // namespace tidings::cluster

@@ -135,6 +135,72 @@ void append_events(const proto::TakeReply& r, std::vector<persistence::stored_ev
     out.push_back({e.seq(), core::event{e.path(), e.type(), e.data_json(), e.time_ms()}});
 }
 
+proto::TakeRequest to_proto(const take_request& r) {
+  proto::TakeRequest p;
+  p.set_tenant(r.stream.tenant);
+  p.set_stream(r.stream.name);
+  p.set_requester(r.requester);
+  p.set_after_seq(r.after_seq);
+  p.set_by_record(r.by_record);
+  return p;
+}
+
+take_request from_proto(const proto::TakeRequest& r) {
+  return {{r.tenant(), r.stream()}, r.requester(), r.after_seq(), r.by_record()};
+}
+
+proto::TakeReply to_proto(const log_chunk& c) {
+  proto::TakeReply r;
+  switch (c.status) {
+    case log_chunk::kind::none:
+      r.set_status(proto::TakeReply::NONE);
+      return r;
+    case log_chunk::kind::retry:
+      r.set_status(proto::TakeReply::RETRY);
+      break;
+    case log_chunk::kind::log:
+      r.set_status(proto::TakeReply::LOG);
+      break;
+  }
+  r.set_epoch(c.meta.epoch);
+  r.set_first_seq(c.meta.first_seq);
+  r.set_head_seq(c.meta.head_seq);
+  r.set_retention_count(c.meta.retention_count);
+  r.set_retention_age_ms(c.meta.retention_age_ms);
+  r.set_created_ms(c.meta.created_ms);
+  r.set_term(c.meta.term);
+  r.set_term_owner(c.meta.term_owner);
+  add_keys(r, c.idempotency);
+  add_events(r, c.events);
+  r.set_more(c.more);
+  return r;
+}
+
+log_chunk from_proto(proto::TakeReply&& r, const actors::stream_key& key) {
+  log_chunk c;
+  switch (r.status()) {
+    case proto::TakeReply::LOG:
+      c.status = log_chunk::kind::log;
+      break;
+    case proto::TakeReply::RETRY:
+      c.status = log_chunk::kind::retry;
+      break;
+    default:
+      return c;
+  }
+  c.meta = meta_of(r, key.tenant, key.name);
+  for (auto& k : *r.mutable_idempotency())
+    c.idempotency.push_back(
+        {std::move(*k.mutable_key()),
+         persistence::idempotency_record{r.epoch(), k.first_seq(), k.count(), k.time_ms()}});
+  c.events.reserve(static_cast<std::size_t>(r.events_size()));
+  for (auto& e : *r.mutable_events())
+    c.events.push_back({e.seq(), core::event{std::move(*e.mutable_path()), std::move(*e.mutable_type()),
+                                             std::move(*e.mutable_data_json()), e.time_ms()}});
+  c.more = r.more();
+  return c;
+}
+
 replica_append from_proto(proto::ReplicaAppend&& a) {
   replica_append out;
   out.stream = {std::move(*a.mutable_tenant()), std::move(*a.mutable_stream())};

@@ -10,6 +10,7 @@
 #include "actors/watch_types.hpp"
 #include "cluster/member_table.hpp"
 #include "cluster/replica_append.hpp"
+#include "cluster/stored_log.hpp"
 #include "persistence/watch_records.hpp"
 #include "proto/cluster.pb.h"
 
@@ -36,6 +37,36 @@ proto::FeedPage::Status to_proto(actors::fetch_status s);
 persistence::stream_meta meta_of(const proto::TakeReply& r, const std::string& tenant,
                                  const std::string& stream);
 void append_events(const proto::TakeReply& r, std::vector<persistence::stored_event>& out);
+
+// A log's events and its epoch's Idempotency-Keys, as a take's answer
+// (TakeReply) and an append to a follower (ReplicaAppend) carry them.
+template <class Message>
+void add_events(Message& m, const std::vector<persistence::stored_event>& events) {
+  for (const auto& e : events) {
+    auto* w = m.add_events();
+    w->set_seq(e.seq);
+    w->set_path(e.ev.path);
+    w->set_type(e.ev.type);
+    w->set_data_json(e.ev.data_json);
+    w->set_time_ms(e.ev.time_ms);
+  }
+}
+template <class Message>
+void add_keys(Message& m, const std::vector<std::pair<std::string, persistence::idempotency_record>>& keys) {
+  for (const auto& [key, rec] : keys) {
+    auto* k = m.add_idempotency();
+    k->set_key(key);
+    k->set_first_seq(rec.first_seq);
+    k->set_count(rec.count);
+    k->set_time_ms(rec.time_ms);
+  }
+}
+
+// A take's request and its answers (cluster/stored_log.hpp).
+proto::TakeRequest to_proto(const take_request& r);
+take_request from_proto(const proto::TakeRequest& r);
+proto::TakeReply to_proto(const log_chunk& c);
+log_chunk from_proto(proto::TakeReply&& r, const actors::stream_key& key);
 
 // An append as the replica applies it (its strings moved out of `a`).
 replica_append from_proto(proto::ReplicaAppend&& a);

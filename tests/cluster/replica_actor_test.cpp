@@ -12,7 +12,6 @@
 #include <memory>
 #include <optional>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "cluster/replica_actor.hpp"
@@ -23,7 +22,6 @@
 
 namespace {
 
-using namespace std::chrono_literals;
 using namespace tidings;
 using namespace tidings::cluster;
 
@@ -73,11 +71,7 @@ struct fixture : tidings::testing::coordinated_system {
   proto::ReplicaReply send(const replica_append_ptr& append) {
     auto answer = std::make_shared<std::optional<proto::ReplicaReply>>();
     sys->spawn(ask, copy, append, answer);
-    const auto deadline = std::chrono::steady_clock::now() + 10s;
-    while (!*answer && std::chrono::steady_clock::now() < deadline) {
-      if (!sched->try_run_once()) std::this_thread::sleep_for(1ms);
-    }
-    REQUIRE(*answer);
+    run_until([answer] { return answer->has_value(); });
     return **answer;
   }
 

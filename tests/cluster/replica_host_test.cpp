@@ -12,7 +12,6 @@
 #include <memory>
 #include <optional>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "cluster/replica_host.hpp"
@@ -23,7 +22,6 @@
 
 namespace {
 
-using namespace std::chrono_literals;
 using namespace tidings;
 using namespace tidings::cluster;
 
@@ -58,15 +56,6 @@ struct fixture : tidings::testing::coordinated_system {
     caf::anon_send_exit(host, caf::exit_reason::user_shutdown);
     sched->run();
     b.committer->stop();
-  }
-
-  // Runs the coordinator until `done` holds; writes complete on the
-  // committer's thread, whose messages run once they have arrived.
-  void run_until(const std::function<bool()>& done) {
-    const auto deadline = std::chrono::steady_clock::now() + 10s;
-    while (!done() && std::chrono::steady_clock::now() < deadline)
-      if (!sched->try_run_once()) std::this_thread::sleep_for(1ms);
-    REQUIRE(done());
   }
 
   // Sends `before` (if any) and then the append from one actor, so both are
