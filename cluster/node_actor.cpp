@@ -13,19 +13,6 @@ namespace {
 
 using self_ptr = node_actor*;
 
-std::uint64_t keep_promise(self_ptr self, caf::response_promise rp) {
-  auto token = self->state.next_token++;
-  self->state.promises.emplace(token, std::move(rp));
-  return token;
-}
-
-void on_done(self_ptr self, std::uint64_t token, const std::string& bytes) {
-  auto it = self->state.promises.find(token);
-  if (it == self->state.promises.end()) return;
-  it->second.deliver(bytes);
-  self->state.promises.erase(it);
-}
-
 }  // namespace
 
 // Membership changed (the agreed list, or a connection): placement, the
@@ -283,103 +270,7 @@ void on_down(self_ptr self, const caf::down_msg& dm) {
     logging::warn("cluster.member_disconnected",
                   {{"node", id}, {"reason", self->system().render(dm.reason)}});
     on_change(self);
-    return;
   }
-  if (auto it = st.feeds.find(dm.source); it != st.feeds.end()) {
-    caf::anon_send(st.cfg.hubs->get(it->second.stream), actors::unsub_atom::value,
-                   actors::fanout_sink_ptr(it->second.sink));
-    st.feeds.erase(it);
-  }
-}
-
-// --- serving other nodes -----------------------------------------------------
-
-// Requests from other members are served only for streams this node owns
-// in its own view: while views differ, forwarding on would bounce a request
-// between nodes. The asker retries (its relay) or answers 503 (a publish).
-bool owns(self_ptr self, const actors::stream_key& key) {
-  return self->state.cfg.view->owner_of(key.tenant, key.name).empty() || self->state.cfg.hubs->pinned(key);
-}
-
-caf::result<std::string> on_publish(self_ptr self, const std::string& bytes) {
-  proto::PublishRequest p;
-  if (!parse(bytes, &p) || p.stream().empty()) {
-    actors::publish_result r{actors::publish_outcome::unavailable, {}, "unreadable forwarded publish"};
-    return to_proto(r).SerializeAsString();
-  }
-  if (!owns(self, {p.tenant(), p.stream()})) {
-    actors::publish_result r{actors::publish_outcome::unavailable,
-                             {},
-                             "the stream is moving between nodes; retry (with the same Idempotency-Key)"};
-    return to_proto(r).SerializeAsString();
-  }
-  auto req = publish_from_proto(p);
-  auto token = keep_promise(self, self->make_response_promise());
-  caf::actor me = caf::actor_cast<caf::actor>(self);
-  req->reply = [me, token](const actors::publish_result& r) {
-    caf::anon_send(me, done_atom::value, token, to_proto(r).SerializeAsString());
-  };
-  caf::anon_send(self->state.cfg.hubs->get({p.tenant(), p.stream()}), actors::publish_atom::value, req);
-  return caf::delegated<std::string>();
-}
-
-caf::result<std::string> on_fetch(self_ptr self, const std::string& bytes) {
-  proto::FetchRequest p;
-  if (!parse(bytes, &p)) {
-    proto::FeedPage page;
-    page.set_status(proto::FeedPage::RESYNC);
-    page.set_reason("bad_request");
-    return page.SerializeAsString();
-  }
-  if (!owns(self, {p.tenant(), p.stream()})) {
-    proto::FeedPage page;
-    page.set_status(proto::FeedPage::RESYNC);
-    page.set_reason("not_owner");  // the relay asks again shortly
-    return page.SerializeAsString();
-  }
-  auto token = keep_promise(self, self->make_response_promise());
-  auto req = std::make_shared<actors::fetch_request>();
-  req->sink = std::make_shared<one_fetch>(caf::actor_cast<caf::actor>(self), token);
-  // Without a cursor: the owner's head only (a new session's hello).
-  if (p.has_after())
-    req->after = core::cursor{p.after_epoch(), p.after_seq()};
-  else
-    req->probe = true;
-  req->max_frames = std::max<std::uint32_t>(p.max_frames(), 1);
-  req->max_bytes = std::max<std::uint32_t>(p.max_bytes(), 1);
-  caf::anon_send(self->state.cfg.hubs->get({p.tenant(), p.stream()}), actors::fetch_atom::value, req);
-  return caf::delegated<std::string>();
-}
-
-void on_open(self_ptr self, const caf::actor& relay, const std::string& node_id, const std::string& bytes) {
-  auto& st = self->state;
-  proto::FetchRequest p;
-  if (!relay || !parse(bytes, &p) || p.stream().empty()) return;
-  actors::stream_key key{p.tenant(), p.stream()};
-  auto sink = std::make_shared<remote_feed>(relay);
-  if (!owns(self, key)) return sink->moved(key, {});  // the relay tries again shortly
-  if (auto old = st.feeds.find(relay.address()); old != st.feeds.end()) {
-    // The relay reopens (a gap or a retry): its old feed goes.
-    caf::anon_send(st.cfg.hubs->get(old->second.stream), actors::unsub_atom::value,
-                   actors::fanout_sink_ptr(old->second.sink));
-  } else {
-    self->monitor(relay);
-  }
-  st.feeds[relay.address()] = {node_id, key, sink};
-  auto req = std::make_shared<actors::fetch_request>();
-  req->sink = sink;
-  caf::anon_send(st.cfg.hubs->get(key), actors::fetch_atom::value, req);
-  logging::debug("cluster.feed_opened", {{"stream", key.name}, {"node", node_id}});
-}
-
-void on_close(self_ptr self, const caf::actor& relay) {
-  auto& st = self->state;
-  auto it = st.feeds.find(relay.address());
-  if (it == st.feeds.end()) return;
-  caf::anon_send(st.cfg.hubs->get(it->second.stream), actors::unsub_atom::value,
-                 actors::fanout_sink_ptr(it->second.sink));
-  self->demonitor(relay);
-  st.feeds.erase(it);
 }
 
 // An owner's append, decoded here once; the replica host takes it on.
@@ -415,44 +306,52 @@ caf::result<std::string> on_release(self_ptr self, const std::string& bytes) {
   return rp;
 }
 
-// This node's counts, with the feeds it serves.
+// This node's counts: its hubs, the watch copies it keeps, the feeds it
+// serves, then its sessions, sources and watches, counted on their own
+// threads (the answer is delivered back in here).
 caf::result<std::string> on_stats(self_ptr self) {
   auto& st = self->state;
-  auto token = keep_promise(self, self->make_response_promise());
-  std::map<std::pair<std::string, std::string>, std::vector<std::string>> feeds;
-  for (auto& [addr, f] : st.feeds) feeds[{f.stream.tenant, f.stream.name}].push_back(f.node);
-  caf::actor me = caf::actor_cast<caf::actor>(self);
-  auto streams = st.cfg.hubs->hub_count();
-  auto relays = st.cfg.hubs->relay_count();
-  auto id = st.table.self().id;
-  auto copies = std::make_shared<std::uint64_t>(0);
-  auto finish = [me, token, feeds = std::move(feeds), streams, relays, id, copies](proto::NodeStats s) {
-    s.set_id(id);
-    s.set_watch_copies(*copies);
-    s.set_streams(streams);
-    s.set_relays(relays);
-    for (auto& [key, nodes] : feeds) {
-      auto* f = s.add_feeds();
-      f->set_tenant(key.first);
-      f->set_stream(key.second);
-      for (auto& n : nodes) f->add_nodes(n);
+  auto rp = self->make_response_promise<std::string>();
+  auto counts = std::make_shared<proto::NodeStats>();
+  counts->set_id(st.table.self().id);
+  counts->set_streams(st.cfg.hubs->hub_count());
+  counts->set_relays(st.cfg.hubs->relay_count());
+  auto count_local = [self, rp, counts]() mutable {
+    auto& local = self->state.cfg.local_stats;
+    if (!local) {
+      rp.deliver(counts->SerializeAsString());
+      return;
     }
-    caf::anon_send(me, done_atom::value, token, s.SerializeAsString());
+    auto me = caf::actor_cast<caf::actor>(self);
+    local([me, rp, counts](proto::NodeStats s) mutable {
+      s.MergeFrom(*counts);  // no field in both
+      caf::anon_send(
+          me, actors::task_atom::value,
+          actors::actor_task{[rp, bytes = s.SerializeAsString()]() mutable { rp.deliver(bytes); }});
+    });
   };
-  auto gather = [local = st.cfg.local_stats, finish = std::move(finish)]() mutable {
-    if (local)
-      local(std::move(finish));
-    else
-      finish({});
+  auto count_feeds = [self, counts, count_local]() mutable {
+    self->request(self->state.feed_server, self->state.cfg.request_timeout, stats_atom::value)
+        .then(
+            [counts, count_local](const served_feeds& feeds) mutable {
+              for (const auto& [stream, nodes] : feeds) {
+                auto* f = counts->add_feeds();
+                f->set_tenant(stream.tenant);
+                f->set_stream(stream.name);
+                for (const auto& n : nodes) f->add_nodes(n);
+              }
+              count_local();
+            },
+            [count_local](caf::error&) mutable { count_local(); });
   };
   self->request(st.watch_mover, st.cfg.request_timeout, stats_atom::value)
       .then(
-          [copies, gather](std::uint64_t n) mutable {
-            *copies = n;
-            gather();
+          [counts, count_feeds](std::uint64_t copies) mutable {
+            counts->set_watch_copies(copies);
+            count_feeds();
           },
-          [gather](caf::error&) mutable { gather(); });
-  return caf::delegated<std::string>();
+          [count_feeds](caf::error&) mutable { count_feeds(); });
+  return rp;
 }
 
 nlohmann::json stats_json(const proto::NodeStats& s) {
@@ -572,6 +471,7 @@ caf::behavior node(node_actor* self, node_config cfg) {
   self->state.replica_host = self->spawn<caf::linked>(
       replica_host,
       replica_host_config{cfg.self.id, cfg.hubs, cfg.store, cfg.committer, cfg.view, cfg.request_timeout});
+  self->state.feed_server = self->spawn<caf::linked>(feed_server, feed_server_config{cfg.hubs, cfg.view});
   self->state.handoff = self->spawn<caf::linked>(
       handoff, handoff_config{cfg.self.id, caf::actor_cast<caf::actor>(self), cfg.hubs, cfg.store, cfg.view,
                               self->state.replica_host, cfg.request_timeout});
@@ -609,20 +509,24 @@ caf::behavior node(node_actor* self, node_config cfg) {
             .then([rp](bool) mutable { rp.deliver(true); }, [rp](caf::error&) mutable { rp.deliver(false); });
         return rp;
       },
-      [self](publish_atom, const std::string& bytes) { return on_publish(self, bytes); },
-      [self](fetch_atom, const std::string& bytes) { return on_fetch(self, bytes); },
+      // Other members' publishes, pages and feeds of the streams this node owns.
+      [self](publish_atom, const std::string& bytes) -> caf::result<std::string> {
+        return self->delegate(self->state.feed_server, publish_atom::value, bytes);
+      },
+      [self](fetch_atom, const std::string& bytes) -> caf::result<std::string> {
+        return self->delegate(self->state.feed_server, fetch_atom::value, bytes);
+      },
       [self](open_atom, const caf::actor& relay, const std::string& node_id, const std::string& bytes) {
-        on_open(self, relay, node_id, bytes);
+        self->send(self->state.feed_server, open_atom::value, relay, node_id, bytes);
       },
       [self](close_atom, const caf::actor& relay, const std::string&, const std::string&) {
-        on_close(self, relay);
+        self->send(self->state.feed_server, close_atom::value, relay);
       },
       [self](stats_atom) { return on_stats(self); },
       [self](nodes_atom) { return on_nodes(self); },
       [self](force_atom, const std::string& tenant, const std::string& stream, bool accept_loss) {
         return on_force(self, {tenant, stream}, accept_loss);
       },
-      [self](done_atom, std::uint64_t token, const std::string& bytes) { on_done(self, token, bytes); },
       // A hub of this node takes a stream over; the other members' takes
       // and the new owners' word that a log is durable.
       [self](pull_atom, const std::string& tenant, const std::string& stream,

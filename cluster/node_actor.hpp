@@ -1,12 +1,15 @@
 #pragma once
 
-// The one actor a node publishes on its cluster port (ADR 0015). It acts on
-// the membership its registrar reads from etcd (ADR 0022), dials
-// every member listed there (bounded timeouts, a monitor on each peer's
-// node actor, which says only whether a connection is up, never whether a
-// member is), publishes both to the cluster_view, and serves
-// what other nodes ask of the streams this node owns: forwarded publishes,
-// relay feeds and catch-up pages, and its counts for the admin view.
+// The one actor a node publishes on its cluster port (ADR 0015), and the
+// cluster's wire edge (ADR 0026): every message another member sends comes
+// here. It keeps the membership: it acts on what its registrar reads from
+// etcd (ADR 0022), dials every member listed there (bounded timeouts, a
+// monitor on each peer's node actor, which says only whether a connection
+// is up, never whether a member is) and publishes both to the
+// cluster_view. The rest it hands to the actor whose job it is: the feed
+// server (other members' publishes, pages and feeds), the replica host
+// (followers' copies), the handoff (logs moving between members), the
+// source host, the watch router and the watch mover.
 
 #include <caf/all.hpp>
 #include <chrono>
@@ -20,7 +23,7 @@
 #include "actors/source_registry_actor.hpp"
 #include "actors/watch_actors.hpp"
 #include "cluster/cluster_view.hpp"
-#include "cluster/feed_sinks.hpp"
+#include "cluster/feed_server.hpp"
 #include "cluster/handoff.hpp"
 #include "cluster/member_table.hpp"
 #include "cluster/registrar.hpp"
@@ -70,19 +73,10 @@ struct node_state {
   std::map<std::string, caf::actor> handles;   // connected members' node actors by id
   std::map<caf::actor_addr, std::string> ids;  // and back
   std::set<std::string> dialing;               // addresses with a dial in flight
-  struct feed {
-    std::string node;  // the relaying node
-    actors::stream_key stream;
-    std::shared_ptr<remote_feed> sink;
-  };
-  std::map<caf::actor_addr, feed> feeds;  // by relay
-  std::map<std::uint64_t, caf::response_promise> promises;
-  std::uint64_t next_token = 1;
-
-  std::uint64_t rebalance_generation = 0;  // the one rebalance due after the quiet time
-  source_host_actor source_host;           // the sources other members place here, and their leases
-  watch_router_actor watch_router;         // starts, lists and stops watches across the members
-  watch_mover_actor watch_mover;           // where watches go as members come and go
+  std::uint64_t rebalance_generation = 0;      // the one rebalance due after the quiet time
+  source_host_actor source_host;               // the sources other members place here, and their leases
+  watch_router_actor watch_router;             // starts, lists and stops watches across the members
+  watch_mover_actor watch_mover;               // where watches go as members come and go
   // Asked to wait until the members are listed and dialled (the node starts
   // its watches after that, so their sources are placed by a real view).
   std::vector<caf::response_promise> settle_waiters;
@@ -102,6 +96,7 @@ struct node_state {
 
   replica_host_actor replica_host;  // followers' copies of other members' logs
   handoff_actor handoff;            // streams' logs moving between members
+  feed_server_actor feed_server;    // other members' publishes, pages and feeds
 };
 
 using node_actor = caf::stateful_actor<node_state>;

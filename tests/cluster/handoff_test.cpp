@@ -44,7 +44,7 @@ struct peer_script {
   std::vector<std::pair<actors::stream_key, std::uint64_t>> taken;
 };
 
-caf::behavior fake_peer(caf::event_based_actor* self, std::shared_ptr<peer_script> script) {
+caf::behavior fake_peer(caf::event_based_actor* self, const std::shared_ptr<peer_script>& script) {
   return {
       [script](take_atom, const std::string& bytes) {
         proto::TakeRequest req;
@@ -72,7 +72,7 @@ struct hub_script {
 };
 
 actors::hub_handoff_actor::behavior_type fake_hub(actors::hub_handoff_actor::pointer,
-                                                  std::shared_ptr<hub_script> script) {
+                                                  const std::shared_ptr<hub_script>& script) {
   return {
       [script](actors::adopt_atom, const actors::stream_handoff_ptr& log) { script->adopted = log; },
       [script](actors::hold_atom, const std::string& why) { script->holds.push_back(why); },
@@ -174,6 +174,7 @@ struct fixture : tidings::testing::coordinated_system {
 
 std::vector<std::uint64_t> seqs_of(const std::vector<persistence::stored_event>& events) {
   std::vector<std::uint64_t> out;
+  out.reserve(events.size());
   for (const auto& e : events) out.push_back(e.seq);
   return out;
 }
