@@ -52,4 +52,13 @@ struct history_report {
 history_report check_history(const std::vector<std::pair<int, std::string>>& acked,
                              const std::vector<read_back>& reads);
 
+// A watch's notice stream, which no publisher acknowledged (the watch
+// wrote it). Clean when every read-back holds the same notices: each cursor
+// with one payload, contiguous, none twice, no resync, and every notice any
+// session read in each read-back (`lost` counts those missing). Whether the
+// notices cover every change the watch read is not checked: a watch
+// restarted after its node was lost begins from a fresh baseline (ADR 0016).
+// `acknowledged` counts the notices.
+history_report check_notices(const std::vector<read_back>& reads);
+
 }  // namespace tidings::testing

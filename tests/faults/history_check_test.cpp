@@ -84,6 +84,34 @@ TEST_CASE("the checker finds each kind of violation", "[faults][history]") {
   }
 }
 
+TEST_CASE("a watch's notice stream is clean when every read-back holds the same notices, and not otherwise",
+          "[faults][history]") {
+  // Notices carry no publisher's index: their payload is what must agree.
+  CHECK(check_notices({{"a", events_1_to(4), {}}, {"b", events_1_to(4), {}}}).clean());
+  CHECK(check_notices({{"a", events_1_to(4), {}}}).acknowledged == 4);
+
+  SECTION("a notice one read-back lacks") {
+    auto shorter = events_1_to(3);
+    auto r = check_notices({{"a", events_1_to(4), {}}, {"late", shorter, {}}});
+    CHECK(r.lost == 1);
+    CHECK_FALSE(r.clean());
+  }
+  SECTION("a cursor read with two payloads") {
+    auto other = events_1_to(4);
+    other[2] = ev(3, 30);
+    CHECK(check_notices({{"a", events_1_to(4), {}}, {"b", other, {}}}).reassigned == 1);
+  }
+  SECTION("a gap, a notice twice, a resync") {
+    auto got = events_1_to(4);
+    got.erase(got.begin() + 1);
+    got.push_back(ev(4, 4));
+    auto r = check_notices({{"a", got, {"resync {}"}}});
+    CHECK(r.out_of_order == 2);  // 1 then 3, and 4 after 4
+    CHECK(r.duplicated == 1);
+    CHECK(r.resyncs == 1);
+  }
+}
+
 TEST_CASE("a round's schedule is the same for the same seed, and within its scenario's bounds",
           "[faults][plan]") {
   for (const auto& s : fault_scenarios()) {

@@ -117,13 +117,15 @@ std::string steady_publisher::failure() const {
 }
 
 stream_reader::stream_reader(std::vector<client::endpoint> targets, std::string stream, std::string since,
-                             std::size_t expected, std::chrono::milliseconds deadline, bool follow_closing)
+                             std::size_t expected, std::chrono::milliseconds deadline, bool follow_closing,
+                             std::function<bool(const data_event&)> last)
     : targets_(std::move(targets)),
       stream_(std::move(stream)),
       since_(std::move(since)),
       expected_(expected),
       deadline_(std::chrono::steady_clock::now() + deadline),
       follow_closing_(follow_closing),
+      last_(std::move(last)),
       thread_([this] { run(); }) {}
 
 stream_reader::~stream_reader() {
@@ -170,14 +172,17 @@ void stream_reader::run() {
       if (have >= expected_) return;
       auto left = detail::left_until(deadline_);
       if (left.count() <= 0) return;
-      auto got = collect_data_events(*s, expected_ - have, left);
+      // With `last`, one at a time: each one may end the reading.
+      auto got = collect_data_events(*s, last_ ? 1 : expected_ - have, left);
       const bool closing = got.control && got.control->event == "closing" && follow_closing_;
+      const bool was_last = last_ && std::any_of(got.events.begin(), got.events.end(), last_);
       {
         std::lock_guard lock(mutex_);
         for (auto& e : got.events) events_.push_back(std::move(e));
         if (got.control && !closing) controls_.push_back(got.control->event + " " + got.control->data);
       }
       if (!s->last_event_id().empty()) last_id = s->last_event_id();
+      if (was_last) return;
       if (closing) {
         target = (target + 1) % targets_.size();
         ++reconnects_;

@@ -13,6 +13,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstddef>
+#include <functional>
 #include <map>
 #include <mutex>
 #include <optional>
@@ -77,8 +78,10 @@ class steady_publisher {
 // reconnect_url would (a drained node's sessions).
 class stream_reader {
  public:
+  // `last`: reading also ends after an event it accepts.
   stream_reader(std::vector<client::endpoint> targets, std::string stream, std::string since,
-                std::size_t expected, std::chrono::milliseconds deadline, bool follow_closing = false);
+                std::size_t expected, std::chrono::milliseconds deadline, bool follow_closing = false,
+                std::function<bool(const data_event&)> last = {});
   ~stream_reader();  // joins
 
   // Blocks until the hello came (or throws with what came instead).
@@ -97,6 +100,7 @@ class stream_reader {
   std::size_t expected_;
   std::chrono::steady_clock::time_point deadline_;
   bool follow_closing_;
+  std::function<bool(const data_event&)> last_;
   mutable std::mutex mutex_;
   std::condition_variable started_cv_;
   bool started_ = false;
