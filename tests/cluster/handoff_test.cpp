@@ -274,7 +274,7 @@ TEST_CASE_METHOD(fixture,
 }
 
 TEST_CASE_METHOD(fixture,
-                 "the owner is asked, as this node, to take each stream the store holds for it; a drain's "
+                 "the owner is asked, as this node, to take each stream the store holds for it, a drain's "
                  "hand-over answers once all are taken, and each taken copy is deleted",
                  "[handoff]") {
   const auto s1 = stream_placed_on("a");

@@ -120,10 +120,11 @@ TEST_CASE_METHOD(fixture,
   CHECK_FALSE(stored(own));
 }
 
-TEST_CASE_METHOD(fixture,
-                 "a stopped follower tells what its copy is; with none running the store's copy is never in "
-                 "sync",
-                 "[replica_host]") {
+TEST_CASE_METHOD(
+    fixture,
+    "a stopped follower tells what its copy is, and with none running the store's copy is never in "
+    "sync",
+    "[replica_host]") {
   REQUIRE(append(append_of(followed, 0, {1, 2})).status() == proto::ReplicaReply::OK);
   auto running = stop(followed);
   CHECK(running.exists);
@@ -141,7 +142,7 @@ TEST_CASE_METHOD(fixture,
   CHECK_FALSE(stop(other_followed).exists);
 }
 
-TEST_CASE_METHOD(fixture, "a released copy is deleted durably; a new append starts a copy again",
+TEST_CASE_METHOD(fixture, "a released copy is deleted durably, and a new append starts a copy again",
                  "[replica_host]") {
   REQUIRE(append(append_of(followed, 0, {1, 2})).status() == proto::ReplicaReply::OK);
   CHECK(release(followed));
@@ -182,7 +183,7 @@ TEST_CASE_METHOD(
 }
 
 TEST_CASE_METHOD(fixture,
-                 "a lapsed member's copies stop following and none counts as in sync; appends wait until "
+                 "a lapsed member's copies stop following and none counts as in sync, and appends wait until "
                  "they have stopped",
                  "[replica_host]") {
   REQUIRE(append(append_of(followed, 0, {1, 2})).status() == proto::ReplicaReply::OK);
