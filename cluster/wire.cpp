@@ -185,7 +185,7 @@ log_chunk from_proto(proto::TakeReply&& r, const actors::stream_key& key) {
     case proto::TakeReply::RETRY:
       c.status = log_chunk::kind::retry;
       break;
-    default:
+    default:  // NONE, or a newer member's status this build does not know: no log
       return c;
   }
   c.meta = meta_of(r, key.tenant, key.name);
