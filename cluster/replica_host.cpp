@@ -48,6 +48,16 @@ caf::result<std::string> on_replicate(self_ptr self, replica_append_ptr a) {
   return self->delegate(replica_of(self, key), replicate_atom::value, std::move(a));
 }
 
+// A dropped copy is gone: the stops that waited for it are answered.
+void done_deleting(self_ptr self, const actors::stream_key& key) {
+  auto& st = self->state;
+  st.deleting.erase(key);
+  auto waiting = st.after_delete.extract(key);
+  if (waiting.empty()) return;
+  const auto copy = stored_copy(*st.cfg.store, key, st.cfg.self_id);
+  for (auto& rp : waiting.mapped()) rp.deliver(copy);
+}
+
 void delete_copy(self_ptr self, const persistence::stream_meta& meta) {
   auto& st = self->state;
   actors::stream_key key{meta.tenant, meta.name};
@@ -82,31 +92,45 @@ caf::result<bool> on_release(self_ptr self, const actors::stream_key& key) {
   self->request(follower, st.cfg.request_timeout, release_atom::value)
       .then(
           [self, rp, key](const std::string&) mutable {
-            self->state.deleting.erase(key);
+            done_deleting(self, key);
             rp.deliver(true);
           },
           [self, rp, key](caf::error&) mutable {
-            self->state.deleting.erase(key);
+            done_deleting(self, key);
             rp.deliver(true);
           });
   return rp;
 }
 
-caf::result<copy_status> on_stop(self_ptr self, const actors::stream_key& key) {
-  auto& st = self->state;
-  auto it = st.replicas.find(key);
-  if (it == st.replicas.end()) return stored_copy(*st.cfg.store, key, st.cfg.self_id);
-  auto follower = it->second;
-  st.replicas.erase(it);
-  auto rp = self->make_response_promise<copy_status>();
-  self->request(follower, st.cfg.request_timeout, stop_atom::value)
+// What `follower` leaves once it has stopped; from the store if it cannot say.
+void answer_when_stopped(self_ptr self, const replica_actor& follower, const actors::stream_key& key,
+                         caf::typed_response_promise<copy_status> rp, bool may_be_in_sync) {
+  self->request(follower, self->state.cfg.request_timeout, stop_atom::value)
       .then(
-          [rp](bool in_sync, const std::string& owner, std::uint64_t epoch, std::uint64_t head) mutable {
-            rp.deliver(copy_status{epoch != 0, in_sync, owner, epoch, head});
+          [rp, may_be_in_sync](bool in_sync, const std::string& owner, std::uint64_t epoch,
+                               std::uint64_t head) mutable {
+            rp.deliver(copy_status{epoch != 0, in_sync && may_be_in_sync, owner, epoch, head});
           },
           [self, rp, key](caf::error&) mutable {
             rp.deliver(stored_copy(*self->state.cfg.store, key, self->state.cfg.self_id));
           });
+}
+
+caf::result<copy_status> on_stop(self_ptr self, const actors::stream_key& key) {
+  auto& st = self->state;
+  auto rp = self->make_response_promise<copy_status>();
+  if (auto it = st.replicas.find(key); it != st.replicas.end()) {
+    auto follower = it->second;
+    st.replicas.erase(it);
+    answer_when_stopped(self, follower, key, rp, true);
+  } else if (auto lapsed = st.forgetting.find(key); lapsed != st.forgetting.end()) {
+    // Still writing what it had: its answer, which can no longer vouch.
+    answer_when_stopped(self, lapsed->second, key, rp, false);
+  } else if (st.deleting.contains(key)) {
+    st.after_delete[key].push_back(rp);
+  } else {
+    rp.deliver(stored_copy(*st.cfg.store, key, st.cfg.self_id));
+  }
   return rp;
 }
 
@@ -122,7 +146,7 @@ void on_forget(self_ptr self) {
   st.replicas.clear();
   for (auto& [stream, follower] : followers) {
     const actors::stream_key key = stream;  // a lambda cannot capture a structured binding (C++17)
-    st.forgetting.insert(key);
+    st.forgetting.emplace(key, follower);
     self->request(follower, st.cfg.request_timeout, stop_atom::value)
         .then([self, key](bool, const std::string&, std::uint64_t,
                           std::uint64_t) { self->state.forgetting.erase(key); },
@@ -166,7 +190,7 @@ replica_host_actor::behavior_type replica_host(replica_host_actor::stateful_poin
       },
       [self](forget_atom) { on_forget(self); },
       [self](deleted_atom, const std::string& tenant, const std::string& stream) {
-        self->state.deleting.erase({tenant, stream});
+        done_deleting(self, {tenant, stream});
       },
   };
 }

@@ -18,6 +18,7 @@
 #include <map>
 #include <set>
 #include <string>
+#include <vector>
 
 #include "actors/hub_registry.hpp"
 #include "actors/stream_key.hpp"
@@ -48,7 +49,8 @@ using replica_host_actor = caf::typed_actor<
     // dropped; answers once that is durable (or nothing was there).
     caf::replies_to<release_atom, std::string, std::string>::with<bool>,
     // Stop following (this node takes the stream over or hands it out);
-    // answers what the copy is once nothing is being written to it.
+    // answers what the copy is once nothing is being written to it (nor
+    // deleted: a copy being dropped is answered once it is gone).
     caf::replies_to<stop_atom, std::string, std::string>::with<copy_status>,
     // Delete this node's copy of a stream at this epoch unless a follower
     // runs for it (the new owner has it durable, or this node no longer
@@ -75,9 +77,11 @@ struct replica_host_state {
   replica_host_state() = default;
 
   replica_host_config cfg;
-  std::map<actors::stream_key, replica_actor> replicas;  // followers running
-  std::set<actors::stream_key> deleting;                 // copies being dropped
-  std::set<actors::stream_key> forgetting;               // followers being stopped (lapsed)
+  std::map<actors::stream_key, replica_actor> replicas;    // followers running
+  std::set<actors::stream_key> deleting;                   // copies being dropped
+  std::map<actors::stream_key, replica_actor> forgetting;  // followers being stopped (lapsed)
+  // Stops asked while the copy was being dropped: answered once it is gone.
+  std::map<actors::stream_key, std::vector<caf::typed_response_promise<copy_status>>> after_delete;
 };
 
 replica_host_actor::behavior_type replica_host(replica_host_actor::stateful_pointer<replica_host_state> self,

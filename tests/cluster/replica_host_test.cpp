@@ -74,9 +74,12 @@ struct fixture : tidings::testing::coordinated_system {
     return **answer;
   }
 
-  copy_status stop(const std::string& stream) {
+  // `before` as for append().
+  copy_status stop(const std::string& stream,
+                   const std::function<void(caf::event_based_actor*)>& before = {}) {
     auto answer = std::make_shared<std::optional<copy_status>>();
-    sys->spawn(run_in, [this, stream, answer](caf::event_based_actor* self) {
+    sys->spawn(run_in, [this, stream, answer, before](caf::event_based_actor* self) {
+      if (before) before(self);
       self->request(host, caf::infinite, stop_atom::value, std::string("t1"), stream)
           .then([answer](const copy_status& c) { *answer = c; });
     });
@@ -200,4 +203,28 @@ TEST_CASE_METHOD(fixture,
     CHECK_FALSE(copy.in_sync);
   }
   CHECK(stored(followed)->head_seq == 2);
+}
+
+TEST_CASE_METHOD(
+    fixture,
+    "a stop waits for what a forgotten follower still writes, and for a copy being dropped to be "
+    "gone",
+    "[replica_host]") {
+  REQUIRE(append(append_of(followed, 0, {1, 2})).status() == proto::ReplicaReply::OK);
+  // The append, the lapse and the stop reach the host in this order; the
+  // follower has not even begun the append's write when the stop comes.
+  auto lapsed = stop(followed, [this, a = append_of(followed, 2, {3})](caf::event_based_actor* self) {
+    self->request(host, caf::infinite, replicate_atom::value, a).then([](const std::string&) {});
+    self->send(host, forget_atom::value);
+  });
+  CHECK(lapsed.exists);
+  CHECK(lapsed.head == 3);
+  CHECK_FALSE(lapsed.in_sync);
+
+  REQUIRE(append(append_of(other_followed, 0, {1})).status() == proto::ReplicaReply::OK);
+  auto dropped = stop(other_followed, [this, stream = other_followed](caf::event_based_actor* self) {
+    self->request(host, caf::infinite, release_atom::value, std::string("t1"), stream).then([](bool) {});
+  });
+  CHECK_FALSE(dropped.exists);
+  CHECK_FALSE(stored(other_followed));
 }
