@@ -227,12 +227,13 @@ void cluster_member::read(const std::string& tenant, const std::string& stream, 
                [done = std::move(done), tenant, stream](std::optional<std::string> reply) {
                  proto::TakeReply r;
                  remote_log log;
-                 if (!reply || !r.ParseFromString(*reply) || r.status() == proto::TakeReply::RETRY)
-                   return done(log);
+                 if (!reply || !r.ParseFromString(*reply)) return done(log);
+                 auto chunk = cluster::from_proto(std::move(r), {tenant, stream});
+                 if (chunk.status == cluster::log_chunk::kind::retry) return done(log);
                  log.reached = true;
-                 if (r.status() == proto::TakeReply::LOG) {
-                   log.meta = cluster::meta_of(r, tenant, stream);
-                   cluster::append_events(r, log.events);
+                 if (chunk.status == cluster::log_chunk::kind::log) {
+                   log.meta = std::move(chunk.meta);
+                   log.events = std::move(chunk.events);
                  }
                  done(std::move(log));
                });

@@ -104,11 +104,13 @@ std::optional<actors::stream_tail> cluster_view::read_tail(const actors::stream_
       .receive(
           [&](const std::string& bytes) {
             proto::TakeReply r;
-            if (!r.ParseFromString(bytes) || r.status() == proto::TakeReply::RETRY) return;
+            if (!r.ParseFromString(bytes)) return;
+            auto chunk = from_proto(std::move(r), key);
+            if (chunk.status == log_chunk::kind::retry) return;
             out.emplace();
-            if (r.status() != proto::TakeReply::LOG) return;
-            out->meta = meta_of(r, key.tenant, key.name);
-            append_events(r, out->events);
+            if (chunk.status != log_chunk::kind::log) return;
+            out->meta = std::move(chunk.meta);
+            out->events = std::move(chunk.events);
           },
           [](caf::error&) {});
   return out;

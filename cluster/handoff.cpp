@@ -1,6 +1,7 @@
 #include "cluster/handoff.hpp"
 
 #include <algorithm>
+#include <functional>
 
 #include "cluster/cluster_view.hpp"
 #include "cluster/record_keeper.hpp"
@@ -294,15 +295,22 @@ void succeed_then_adopt(self_ptr self, const std::shared_ptr<pull_job>& job,
           });
 }
 
-void on_pull(self_ptr self, const actors::stream_key& key, const actors::hub_handoff_actor& hub) {
-  // Whatever follower ran here for this stream stops writing first: the hub
-  // reads the store once it has the answer. (The host always answers: its
-  // own wait on the follower is bounded.)
+// Stops whatever follower runs here for `key` (the replica host waits
+// until it writes nothing more), then runs `then` with what the copy is.
+// (The host always answers: its own wait on the follower is bounded.)
+void with_copy_stopped(self_ptr self, const actors::stream_key& key,
+                       const std::function<void(const copy_status&)>& then) {
   self->request(self->state.cfg.replicas, caf::infinite, stop_atom::value, key.tenant, key.name)
-      .then([self, key, hub](const copy_status& copy) { pull_with(self, key, hub, copy); },
-            [self, key, hub](caf::error&) {
-              pull_with(self, key, hub, stored_copy(*self->state.cfg.store, key, self->state.cfg.self_id));
+      .then([then](const copy_status& copy) { then(copy); },
+            [self, key, then](caf::error&) {
+              then(stored_copy(*self->state.cfg.store, key, self->state.cfg.self_id));
             });
+}
+
+void on_pull(self_ptr self, const actors::stream_key& key, const actors::hub_handoff_actor& hub) {
+  // The hub reads the store once it has the answer.
+  with_copy_stopped(self, key,
+                    [self, key, hub](const copy_status& copy) { pull_with(self, key, hub, copy); });
 }
 
 void on_claim_retry(self_ptr self, const actors::stream_key& key, const actors::hub_handoff_actor& hub) {
@@ -356,11 +364,7 @@ caf::result<log_chunk> on_take(self_ptr self, const take_request& req) {
       return void(rp.deliver(log_chunk{}));
     read_when_quiet(self, key, 0, rp);
   };
-  self->request(st.cfg.replicas, caf::infinite, stop_atom::value, key.tenant, key.name)
-      .then([answer](const copy_status& copy) mutable { answer(copy); },
-            [self, answer, key](caf::error&) mutable {
-              answer(stored_copy(*self->state.cfg.store, key, self->state.cfg.self_id));
-            });
+  with_copy_stopped(self, key, std::move(answer));
   return rp;
 }
 

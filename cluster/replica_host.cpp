@@ -89,16 +89,13 @@ caf::result<bool> on_release(self_ptr self, const actors::stream_key& key) {
   st.replicas.erase(it);
   st.deleting.insert(key);
   auto rp = self->make_response_promise<bool>();
+  // Done either way: a follower that did not answer drops nothing more.
+  auto done = [self, rp, key]() mutable {
+    done_deleting(self, key);
+    rp.deliver(true);
+  };
   self->request(follower, st.cfg.request_timeout, release_atom::value)
-      .then(
-          [self, rp, key](const std::string&) mutable {
-            done_deleting(self, key);
-            rp.deliver(true);
-          },
-          [self, rp, key](caf::error&) mutable {
-            done_deleting(self, key);
-            rp.deliver(true);
-          });
+      .then([done](const std::string&) mutable { done(); }, [done](caf::error&) mutable { done(); });
   return rp;
 }
 

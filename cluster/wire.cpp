@@ -114,11 +114,12 @@ actors::publish_result from_proto(const proto::PublishReply& p) {
   return r;
 }
 
-persistence::stream_meta meta_of(const proto::TakeReply& r, const std::string& tenant,
-                                 const std::string& stream) {
+namespace {
+
+persistence::stream_meta meta_of(const proto::TakeReply& r, const actors::stream_key& key) {
   persistence::stream_meta m;
-  m.tenant = tenant;
-  m.name = stream;
+  m.tenant = key.tenant;
+  m.name = key.name;
   m.epoch = r.epoch();
   m.first_seq = r.first_seq();
   m.head_seq = r.head_seq();
@@ -130,10 +131,29 @@ persistence::stream_meta meta_of(const proto::TakeReply& r, const std::string& t
   return m;
 }
 
-void append_events(const proto::TakeReply& r, std::vector<persistence::stored_event>& out) {
-  for (auto& e : r.events())
-    out.push_back({e.seq(), core::event{e.path(), e.type(), e.data_json(), e.time_ms()}});
+// The counterparts of add_events and add_keys: a TakeReply's or a
+// ReplicaAppend's events and keys, their strings moved out of `m`.
+template <class Message>
+std::vector<persistence::stored_event> take_events(Message& m) {
+  std::vector<persistence::stored_event> out;
+  out.reserve(static_cast<std::size_t>(m.events_size()));
+  for (auto& e : *m.mutable_events())
+    out.push_back({e.seq(), core::event{std::move(*e.mutable_path()), std::move(*e.mutable_type()),
+                                        std::move(*e.mutable_data_json()), e.time_ms()}});
+  return out;
 }
+
+template <class Message>
+std::vector<std::pair<std::string, persistence::idempotency_record>> take_keys(Message& m) {
+  std::vector<std::pair<std::string, persistence::idempotency_record>> out;
+  out.reserve(static_cast<std::size_t>(m.idempotency_size()));
+  for (auto& k : *m.mutable_idempotency())
+    out.emplace_back(std::move(*k.mutable_key()),
+                     persistence::idempotency_record{m.epoch(), k.first_seq(), k.count(), k.time_ms()});
+  return out;
+}
+
+}  // namespace
 
 proto::TakeRequest to_proto(const take_request& r) {
   proto::TakeRequest p;
@@ -188,15 +208,9 @@ log_chunk from_proto(proto::TakeReply&& r, const actors::stream_key& key) {
     default:  // NONE, or a newer member's status this build does not know: no log
       return c;
   }
-  c.meta = meta_of(r, key.tenant, key.name);
-  for (auto& k : *r.mutable_idempotency())
-    c.idempotency.push_back(
-        {std::move(*k.mutable_key()),
-         persistence::idempotency_record{r.epoch(), k.first_seq(), k.count(), k.time_ms()}});
-  c.events.reserve(static_cast<std::size_t>(r.events_size()));
-  for (auto& e : *r.mutable_events())
-    c.events.push_back({e.seq(), core::event{std::move(*e.mutable_path()), std::move(*e.mutable_type()),
-                                             std::move(*e.mutable_data_json()), e.time_ms()}});
+  c.meta = meta_of(r, key);
+  c.idempotency = take_keys(r);
+  c.events = take_events(r);
   c.more = r.more();
   return c;
 }
@@ -208,19 +222,12 @@ replica_append from_proto(proto::ReplicaAppend&& a) {
   out.term = a.term();
   out.epoch = a.epoch();
   out.prev_seq = a.prev_seq();
-  out.events.reserve(static_cast<std::size_t>(a.events_size()));
-  for (auto& e : *a.mutable_events())
-    out.events.push_back({e.seq(), core::event{std::move(*e.mutable_path()), std::move(*e.mutable_type()),
-                                               std::move(*e.mutable_data_json()), e.time_ms()}});
+  out.events = take_events(a);
   out.first_seq = a.first_seq();
   out.retention_count = a.retention_count();
   out.retention_age_ms = a.retention_age_ms();
   out.created_ms = a.created_ms();
-  out.idempotency.reserve(static_cast<std::size_t>(a.idempotency_size()));
-  for (auto& k : *a.mutable_idempotency())
-    out.idempotency.emplace_back(
-        std::move(*k.mutable_key()),
-        persistence::idempotency_record{a.epoch(), k.first_seq(), k.count(), k.time_ms()});
+  out.idempotency = take_keys(a);
   out.synced = a.synced();
   out.reset = a.reset();
   out.base_term = a.base_term();

@@ -32,12 +32,6 @@ actors::publish_result from_proto(const proto::PublishReply& r);
 
 proto::FeedPage::Status to_proto(actors::fetch_status s);
 
-// A stream's meta and events as a TakeReply carries them (the receiver
-// chooses the id).
-persistence::stream_meta meta_of(const proto::TakeReply& r, const std::string& tenant,
-                                 const std::string& stream);
-void append_events(const proto::TakeReply& r, std::vector<persistence::stored_event>& out);
-
 // A log's events and its epoch's Idempotency-Keys, as a take's answer
 // (TakeReply) and an append to a follower (ReplicaAppend) carry them.
 template <class Message>
@@ -66,6 +60,9 @@ void add_keys(Message& m, const std::vector<std::pair<std::string, persistence::
 proto::TakeRequest to_proto(const take_request& r);
 take_request from_proto(const proto::TakeRequest& r);
 proto::TakeReply to_proto(const log_chunk& c);
+// The meta (the receiver chooses the id), keys and events of `key`'s log
+// as a TakeReply carries them; none for NONE or a status this build does
+// not know.
 log_chunk from_proto(proto::TakeReply&& r, const actors::stream_key& key);
 
 // An append as the replica applies it (its strings moved out of `a`).

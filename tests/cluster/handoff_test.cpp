@@ -34,6 +34,7 @@ namespace {
 
 using namespace tidings;
 using namespace tidings::cluster;
+using tidings::testing::seqs_of;
 using tidings::testing::stream_placed_on;
 
 // What the fake peer "a" was sent, and the take replies it gives in turn.
@@ -171,13 +172,6 @@ struct fixture : tidings::testing::coordinated_system {
     return answer;
   }
 };
-
-std::vector<std::uint64_t> seqs_of(const std::vector<persistence::stored_event>& events) {
-  std::vector<std::uint64_t> out;
-  out.reserve(events.size());
-  for (const auto& e : events) out.push_back(e.seq);
-  return out;
-}
 
 }  // namespace
 

@@ -58,6 +58,14 @@ inline std::string stream_placed_on(const std::string& owner, int skip = 0) {
   }
 }
 
+// The seqs of `events`, in order.
+inline std::vector<std::uint64_t> seqs_of(const std::vector<persistence::stored_event>& events) {
+  std::vector<std::uint64_t> out;
+  out.reserve(events.size());
+  for (const auto& e : events) out.push_back(e.seq);
+  return out;
+}
+
 // An owner's append of epoch 1 whose events are `seqs` (a reset when it
 // starts the log), with the copy whole once it is written.
 inline cluster::replica_append_ptr append_of(const actors::stream_key& stream, const std::string& owner,

@@ -81,10 +81,7 @@ struct fixture : tidings::testing::coordinated_system {
     if (!meta) return {};
     std::vector<persistence::stored_event> events;
     REQUIRE(store.read_events(meta->id, 0, meta->head_seq, 100, &events).ok());
-    std::vector<std::uint64_t> out;
-    out.reserve(events.size());
-    for (const auto& e : events) out.push_back(e.seq);
-    return out;
+    return tidings::testing::seqs_of(events);
   }
 };
 

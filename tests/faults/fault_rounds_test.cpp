@@ -34,6 +34,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -260,7 +261,7 @@ std::function<bool(const data_event&)> covering(const std::shared_ptr<input_end>
 // index and cursor, so no two are alike and none is deduped away.
 struct watch_traffic {
   std::string name;
-  std::string start;  // the notice covering the "/start" marker
+  std::string start;  // the notice covering the start marker
   std::shared_ptr<input_end> end = std::make_shared<input_end>();
   std::vector<std::unique_ptr<stream_reader>> readers;
 };
@@ -269,29 +270,18 @@ const std::string line_filter =
     "local n = event.new and event.new.i\n"
     "return tostring(event.key) .. ' ' .. tostring(n) .. ' ' .. tostring(event.cursor)";
 
-// Publishes one marker event through each node in turn until one
-// acknowledges it (its Idempotency-Key makes a retry safe), after a short
-// back-off as a client's retry would.
-std::string publish_marker(cluster_nodes& cluster, const std::string& stream, const std::string& path,
-                           int index) {
-  const auto give_up = std::chrono::steady_clock::now() + 30s;
-  std::string error;
-  for (std::size_t n = 0; std::chrono::steady_clock::now() < give_up; ++n) {
-    try {
-      return publish(cluster.endpoint(n % cluster.size()), stream,
-                     event_json(path, "ADDED", json{{"i", index}}), {{"Idempotency-Key", "marker" + path}});
-    } catch (const std::exception& e) {
-      error = e.what();
-      std::this_thread::sleep_for(50ms);
-    }
-  }
-  throw std::runtime_error("the marker " + path + " was not acknowledged: " + error);
-}
-
 // The markers go into the watched stream like its other events (the
 // stream's history counts them, under indices -1 and -2).
 constexpr int start_marker = -1;
 constexpr int end_marker = -2;
+
+// Publishes marker `index` as the publishers publish their events
+// (retried with its Idempotency-Key until acknowledged); its cursor.
+std::string publish_marker(cluster_nodes& cluster, const std::string& stream, int index) {
+  std::map<int, std::string> acked;
+  publish_steadily(acked, {cluster.endpoint(0), cluster.endpoint(1), cluster.endpoint(2)}, stream, index, 1);
+  return acked.at(index);
+}
 
 watch_traffic start_watch_traffic(cluster_nodes& cluster, stream_traffic& input, std::uint64_t seed) {
   watch_traffic w;
@@ -306,12 +296,12 @@ watch_traffic start_watch_traffic(cluster_nodes& cluster, stream_traffic& input,
   // published now (nothing else was published since the watch started).
   stream_reader first({cluster.endpoint(1)}, notices, "", 1, 20s);
   first.await_started(10s);
-  const auto marker = publish_marker(cluster, input.stream, "/start", start_marker);
+  const auto marker = publish_marker(cluster, input.stream, start_marker);
   input.markers.emplace_back(start_marker, marker);
   first.join();
   auto got = first.events();
   if (got.size() != 1 || got[0].data.value("cursor", std::string()) != marker)
-    throw std::runtime_error("the watch's first notice does not cover the /start marker at " + marker + ": " +
+    throw std::runtime_error("the watch's first notice does not cover the start marker at " + marker + ": " +
                              (got.empty() ? std::string("none came") : got[0].raw.dump()));
   w.start = got[0].cursor;
   for (std::size_t n = 0; n < cluster.size(); ++n)
@@ -344,7 +334,7 @@ history_report read_back_notices(cluster_nodes& cluster, watch_traffic& w) {
   for (const auto& rb : reads)
     if (rb.events.empty() || !covering(w.end)(rb.events.back())) {
       ++report.lost;
-      report.details.push_back(rb.who + ": no notice of the /end marker");
+      report.details.push_back(rb.who + ": no notice of the end marker");
     }
   return report;
 }
@@ -372,12 +362,12 @@ history_report finish_watch(cluster_nodes& cluster, watch_traffic& watch, const 
     std::lock_guard lock(watch.end->mutex);
     watch.end->at = expected;
   }
-  const auto end = publish_marker(cluster, input, "/end", end_marker);
+  const auto end = publish_marker(cluster, input, end_marker);
   acked.emplace_back(end_marker, end);
   auto report = read_back_notices(cluster, watch);
   if (cursor_of(end) != expected) {
     ++report.lost;  // the sessions' end is not where they waited for it
-    report.details.push_back("the /end marker went to " + end + ", not " + core::format_cursor(expected));
+    report.details.push_back("the end marker went to " + end + ", not " + core::format_cursor(expected));
   }
   if (!report.clean()) {
     const auto path =
