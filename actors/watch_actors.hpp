@@ -28,6 +28,7 @@ using published_atom = caf::atom_constant<caf::atom("published")>;
 using saved_atom = caf::atom_constant<caf::atom("saved")>;
 using resend_atom = caf::atom_constant<caf::atom("resend")>;
 using flush_atom = caf::atom_constant<caf::atom("flush")>;
+using abandon_atom = caf::atom_constant<caf::atom("abandon")>;
 using start_atom = caf::atom_constant<caf::atom("start")>;
 using stop_atom = caf::atom_constant<caf::atom("stop")>;
 using list_atom = caf::atom_constant<caf::atom("list")>;
@@ -82,7 +83,11 @@ using watch_debounce_actor = caf::typed_actor<
     // Publish whatever is pending (or, when false, drop it: a successor
     // redoes it from the stored position), wait for what is in flight, then
     // quit and run the task.
-    caf::reacts_to<flush_atom, bool, actor_task>>;
+    caf::reacts_to<flush_atom, bool, actor_task>,
+    // Another cluster member runs this watch and notices from its own
+    // position: drop what is pending and what waits at once (a try the hub
+    // holds may still be stored), then quit and run the task.
+    caf::reacts_to<abandon_atom, actor_task>>;
 
 using watch_manager_actor = caf::typed_actor<
     // POST /v1/watches
@@ -91,8 +96,9 @@ using watch_manager_actor = caf::typed_actor<
     caf::reacts_to<list_atom, watch_list_request_ptr>,
     // DELETE /v1/watches/{name}
     caf::reacts_to<stop_atom, watch_stop_request_ptr>,
-    // At node start: restart every stored spec, then one restore notice.
-    caf::reacts_to<restore_atom>,
+    // At node start: restart every stored spec the plan does not leave
+    // alone, then one restore notice.
+    caf::reacts_to<restore_atom, watch_restore_plan_ptr>,
     // Cluster: the specs held here, and a watch handed to another member.
     caf::reacts_to<specs_atom, watch_specs_request_ptr>,
     caf::reacts_to<release_atom, watch_release_request_ptr>,
@@ -114,3 +120,4 @@ CAF_ALLOW_UNSAFE_MESSAGE_TYPE(tidings::actors::watch_list_request_ptr)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(tidings::actors::watch_stop_request_ptr)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(tidings::actors::watch_specs_request_ptr)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(tidings::actors::watch_release_request_ptr)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(tidings::actors::watch_restore_plan_ptr)

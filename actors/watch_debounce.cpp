@@ -309,6 +309,16 @@ watch_debounce_actor::behavior_type watch_debounce(
         maybe_save(self);
         finish_if_flushed(self);
       },
+      [self](abandon_atom, const actor_task& done) {
+        auto& st = self->state;
+        st.batcher.take_all();
+        st.on_flushed = done;
+        st.save_on_flush = false;
+        // A try the hub holds answers to nobody: the actor is gone by then.
+        st.outbox.sent = false;
+        if (!st.outbox.queue.empty()) return drop_waiting(self, "another copy of the watch runs elsewhere");
+        finish_if_flushed(self);
+      },
       [self](flush_atom, bool publish_pending, const actor_task& done) {
         auto& st = self->state;
         auto lines = st.batcher.take_all();

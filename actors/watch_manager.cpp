@@ -176,10 +176,17 @@ void persist_start(self_ptr self, const job_ptr& job) {
   });
 }
 
-// Ends a watch's filter and has its debounce publish what is pending, then
-// runs `then` in the manager (at once when the debounce is gone, or if it
-// ends before it could finish).
-void flush_and_then(self_ptr self, watch_entry& entry, bool publish_pending, std::function<void()> then) {
+// What a watch's debounce does with its pending lines when the watch ends.
+enum class pending_lines {
+  publish,  // out first, with the position they leave
+  drop,     // a successor redoes them from the stored position
+  abandon,  // another member's copy notices them: drop what waits too, at once
+};
+
+// Ends a watch's filter and has its debounce deal with what is pending,
+// then runs `then` in the manager (at once when the debounce is gone, or if
+// it ends before it could finish).
+void flush_and_then(self_ptr self, watch_entry& entry, pending_lines pending, std::function<void()> then) {
   auto& st = self->state;
   if (entry.filter) caf::anon_send_exit(entry.filter, caf::exit_reason::user_shutdown);
   entry.filter = watch_filter_actor();
@@ -193,10 +200,12 @@ void flush_and_then(self_ptr self, watch_entry& entry, bool publish_pending, std
     fn();
   };
   st.on_child_down[addr] = [run_once](const caf::error&) { run_once(); };
-  self->send(entry.debounce, flush_atom::value, publish_pending, in_manager(self, [self, addr, run_once] {
-               self->state.on_child_down.erase(addr);
-               run_once();
-             }));
+  auto done = in_manager(self, [self, addr, run_once] {
+    self->state.on_child_down.erase(addr);
+    run_once();
+  });
+  if (pending == pending_lines::abandon) return self->send(entry.debounce, abandon_atom::value, done);
+  self->send(entry.debounce, flush_atom::value, pending == pending_lines::publish, done);
 }
 
 void on_prepared(self_ptr self, const job_ptr& job, watch_prepare_result result);
@@ -244,12 +253,13 @@ void on_prepared(self_ptr self, const job_ptr& job, watch_prepare_result result)
   if (old->second.spec.uri != job->spec.uri || job->restoring) {
     // Another source: the old watch's pending lines go out first, and the
     // new one starts from the baseline it just took.
-    return flush_and_then(self, old->second, true, [self, job] { persist_start(self, job); });
+    return flush_and_then(self, old->second, pending_lines::publish,
+                          [self, job] { persist_start(self, job); });
   }
   // Same source, new filter: the new watch carries on from the old one's
   // stored position, so every change after its last notice is seen by the
   // new filter, once. The old one's pending lines are dropped, not sent.
-  flush_and_then(self, old->second, false, [self, job] { continue_from_stored(self, job); });
+  flush_and_then(self, old->second, pending_lines::drop, [self, job] { continue_from_stored(self, job); });
 }
 
 void spawn_pipeline(self_ptr self, const job_ptr& job);
@@ -442,7 +452,7 @@ void on_stop(self_ptr self, const watch_stop_request_ptr& req) {
     });
   };
   it->second.state = "stopping";
-  flush_and_then(self, it->second, true, forget);
+  flush_and_then(self, it->second, req->duplicate ? pending_lines::abandon : pending_lines::publish, forget);
 }
 
 // The stream whose position a watch keeps: the one it reads, or for a
@@ -469,7 +479,7 @@ void on_release(self_ptr self, const watch_release_request_ptr& req) {
   // position is where the next holder resumes. The spec stays stored (and
   // listed, "moving") until the next holder runs it and a stop forgets it
   // here: a move that fails leaves it where the cluster can find it.
-  flush_and_then(self, it->second, true, [self, req] {
+  flush_and_then(self, it->second, pending_lines::publish, [self, req] {
     auto& st = self->state;
     auto it = st.watches.find(req->id);
     if (it == st.watches.end()) return req->reply(error_of(watch_error_kind::bad_request, "gone"), {}, {});
@@ -630,7 +640,7 @@ void keep_restore_failed(self_ptr self, const persistence::watch_spec& spec, con
       }});
 }
 
-void on_restore(self_ptr self) {
+void on_restore(self_ptr self, const watch_restore_plan& plan) {
   auto& st = self->state;
   std::vector<persistence::watch_spec> specs;
   if (auto s = st.cfg.store->load_watches(&specs); !s.ok()) {
@@ -639,6 +649,13 @@ void on_restore(self_ptr self) {
     logging::error("watch.restore_failed", {{"error", s.message()}});
     return;
   }
+  std::erase_if(specs, [&](const persistence::watch_spec& spec) {
+    auto elsewhere = plan.running_elsewhere.find(spec.id);
+    if (elsewhere == plan.running_elsewhere.end()) return false;
+    logging::info("watch.restore_skipped", {{"watch", spec.id.name}, {"runs_on", elsewhere->second}});
+    drop_spec(self, spec.id);
+    return true;
+  });
   if (specs.empty()) {
     st.restored = true;
     return;
@@ -738,7 +755,9 @@ watch_manager_actor::behavior_type watch_manager(
       },
       [self](list_atom, const watch_list_request_ptr& req) { on_list(self, req); },
       [self](stop_atom, const watch_stop_request_ptr& req) { on_stop(self, req); },
-      [self](restore_atom) { on_restore(self); },
+      [self](restore_atom, const watch_restore_plan_ptr& plan) {
+        on_restore(self, plan ? *plan : watch_restore_plan{});
+      },
       [self](specs_atom, const watch_specs_request_ptr& req) {
         std::vector<watch_spec_state> out;
         for (const auto& [id, entry] : self->state.watches)

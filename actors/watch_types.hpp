@@ -6,6 +6,7 @@
 #include <atomic>
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -155,8 +156,22 @@ struct watch_list_request {
 };
 using watch_list_request_ptr = std::shared_ptr<watch_list_request>;
 
+// What a node's restore leaves alone: the watches another cluster member
+// runs now (-> that member). Their specs here are dropped; the member
+// running one hands it back, with its position, when placement puts it
+// here (a stale copy started here would fight it for its notice stream).
+struct watch_restore_plan {
+  std::map<persistence::watch_id, std::string> running_elsewhere;
+};
+using watch_restore_plan_ptr = std::shared_ptr<const watch_restore_plan>;
+
 struct watch_stop_request {
   persistence::watch_id id;
+  // Another cluster member runs this watch too and keeps it: this copy
+  // ends without waiting on its notice stream (that member may hold it),
+  // and its pending notices are dropped (the kept copy notices from its
+  // own position).
+  bool duplicate = false;
   std::function<void(std::optional<watch_error>, bool stopped)> reply;
 };
 using watch_stop_request_ptr = std::shared_ptr<watch_stop_request>;

@@ -251,6 +251,10 @@ bool cluster_member::await_settled(std::chrono::milliseconds timeout) {
   return ok;
 }
 
+void cluster_member::restore_watches() {
+  caf::anon_send(node_, cluster::restore_watches_atom::value);
+}
+
 std::size_t cluster_member::drain() {
   if (!node_) return 0;
   // Streams not taken (the reply is their count); all of them if no reply.

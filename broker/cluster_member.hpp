@@ -41,6 +41,9 @@ class cluster_member {
 
   // Waits (at most `timeout`) until the members are listed and dialled.
   bool await_settled(std::chrono::milliseconds timeout);
+  // Restores the stored watches, but not those another member runs now
+  // (it hands them back with their position).
+  void restore_watches();
   // Every member as JSON rows (GET /admin/v1/nodes); nullopt on timeout.
   void nodes(std::function<void(std::optional<std::string>)> reply);
   // What the routes use: placement, reads at the owner, the nodes view.

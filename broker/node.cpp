@@ -312,7 +312,10 @@ int run_node(const config& cfg) {
       if (!cluster->await_settled(std::chrono::seconds(3)))
         logging::warn("node.cluster_unsettled", {{"waited_ms", std::int64_t{3000}}});
     }
-    caf::anon_send(watches, actors::restore_atom::value);
+    if (cluster)
+      cluster->restore_watches();
+    else
+      caf::anon_send(watches, actors::restore_atom::value, actors::watch_restore_plan_ptr{});
     for (auto& s : shards) s->start();
     server.start();
     logging::info("node.listening", {{"address", address},

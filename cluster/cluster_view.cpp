@@ -259,9 +259,13 @@ std::map<actors::stream_key, replication_info> cluster_view::replication_rows() 
 std::string cluster_view::owner_of(const std::string& tenant, const std::string& key) const {
   auto m = current();
   {
+    // A draining member's pins count too: its watches and sources write
+    // their streams until they have moved (their pending notices go out on
+    // the way), and a member that took such a stream over by placement
+    // would refuse those writes.
     std::lock_guard lock(mutex_);
     if (auto it = pinned_by_.find({tenant, key});
-        it != pinned_by_.end() && std::binary_search(m->live.begin(), m->live.end(), it->second))
+        it != pinned_by_.end() && std::binary_search(m->holders.begin(), m->holders.end(), it->second))
       return it->second == m->self_id ? std::string{} : it->second;
   }
   auto id = core::owner_of(m->live, tenant, key);

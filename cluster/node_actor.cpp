@@ -595,6 +595,7 @@ caf::behavior node(node_actor* self, node_config cfg) {
       [self](wcopy_atom, const std::string& bytes) {
         self->send(self->state.watch_mover, wcopy_atom::value, bytes);
       },
+      [self](restore_watches_atom) { self->send(self->state.watch_mover, restore_watches_atom::value); },
       [self](pins_atom, const std::string& bytes) { on_peer_pins(self, bytes); },
       [self](actors::task_atom, const actors::actor_task& task) {
         if (task.run) task.run();

@@ -19,6 +19,10 @@ constexpr auto move_out_for = std::chrono::seconds(8);
 // A failed return is not tried again at once: the owner may refuse every
 // time, and each try pauses the watch.
 constexpr auto return_pause = std::chrono::seconds(30);
+// How long a starting node's restore waits for the up members' copies
+// (they send them once they see it): past that it restores what it has,
+// and two copies settle as duplicates.
+constexpr auto restore_wait = std::chrono::seconds(3);
 
 // A task that runs `fn` inside this actor, from any thread.
 actors::actor_task in_mover(self_ptr self, std::function<void()> fn) {
@@ -65,11 +69,16 @@ void start_adopted(self_ptr self, const proto::WatchStart& p, const char* why) {
              actors::watch_start_request_ptr(std::move(req)));
 }
 
-// Stops this node's copy of a watch (a duplicate, or one moved away);
-// `then` runs in this actor once it is gone.
-void stop_here(self_ptr self, const persistence::watch_id& id, std::function<void()> then) {
+// Stops this node's copy of a watch (one moved away, or a `duplicate` of
+// one another member keeps); `then` runs in this actor once it is gone.
+void stop_here(self_ptr self, const persistence::watch_id& id, std::function<void()> then,
+               bool duplicate = false) {
   auto req = std::make_shared<actors::watch_stop_request>();
   req->id = id;
+  // A duplicate's notices would wait on a stream the kept copy's member
+  // holds (pinned by that copy, it refuses this node's appends): the stop
+  // must not wait for them.
+  req->duplicate = duplicate;
   auto done = in_mover(self, std::move(then));
   req->reply = [done](const std::optional<actors::watch_error>&, bool) { done.run(); };
   self->send(self->state.cfg.watches, actors::stop_atom::value,
@@ -79,35 +88,40 @@ void stop_here(self_ptr self, const persistence::watch_id& id, std::function<voi
 // A watch this node runs that an up, not draining member runs too: the one
 // rendezvous hashing over the two picks keeps it, the other stops its own.
 // A copy that is not running (failed, moving away) never wins over one
-// that is.
+// that is. Only copies heard since the watch runs here count: one from
+// before may be from the member that has just handed it here.
 void resolve_duplicates(self_ptr self) {
   auto& st = self->state;
   if (st.draining) return;
   const auto& me = st.cfg.self_id;
-  for (const auto& [holder, list] : st.copies) {
+  for (const auto& [holder, theirs] : st.copies) {
     const auto* peer = peer_of(st, holder);
     if (!peer || peer->draining) continue;
-    for (const auto& w : list.watches()) {
+    for (const auto& w : theirs.list.watches()) {
       persistence::watch_id id{w.tenant(), w.name()};
       auto mine = st.local.find(id);
       if (mine == st.local.end() || st.yielding.contains(id) || !w.running()) continue;
+      if (mine->second.running && theirs.heard <= mine->second.since) continue;
       std::vector<std::string> both{me, holder};
-      if (mine->second && core::owner_of(both, id.tenant, placement_key(id.name)) == me) continue;
+      if (mine->second.running && core::owner_of(both, id.tenant, placement_key(id.name)) == me) continue;
       st.yielding.insert(id);
       logging::warn("cluster.watch_duplicate", {{"watch", id.name}, {"kept_on", holder}});
-      stop_here(self, id, [self, id] {
-        self->state.yielding.erase(id);
-        sync(self);
-      });
+      stop_here(
+          self, id,
+          [self, id] {
+            self->state.yielding.erase(id);
+            sync(self);
+          },
+          true);
     }
   }
 }
 
 // Whether some member's latest copy (this node's included) has `id` running.
 bool running_somewhere(const watch_mover_state& st, const persistence::watch_id& id) {
-  if (auto mine = st.local.find(id); mine != st.local.end() && mine->second) return true;
-  for (const auto& [holder, list] : st.copies)
-    for (const auto& w : list.watches())
+  if (auto mine = st.local.find(id); mine != st.local.end() && mine->second.running) return true;
+  for (const auto& [holder, theirs] : st.copies)
+    for (const auto& w : theirs.list.watches())
       if (w.running() && w.tenant() == id.tenant && w.name() == id.name) return true;
   return false;
 }
@@ -200,8 +214,8 @@ bool ready_to_take(const watch_mover_state& st, const std::string& owner, const 
   const auto* peer = peer_of(st, owner);
   if (!peer || peer->draining || !peer->node) return false;
   auto copies = st.copies.find(owner);
-  if (copies == st.copies.end() || !copies->second.restored()) return false;
-  for (const auto& w : copies->second.watches())
+  if (copies == st.copies.end() || !copies->second.list.restored()) return false;
+  for (const auto& w : copies->second.list.watches())
     if (w.tenant() == id.tenant && w.name() == id.name) return false;
   return true;
 }
@@ -211,9 +225,9 @@ bool ready_to_take(const watch_mover_state& st, const std::string& owner, const 
 void return_watches(self_ptr self) {
   auto& st = self->state;
   if (st.draining || !st.cfg.watches) return;
-  for (const auto& [listed, running] : st.local) {
+  for (const auto& [listed, copy] : st.local) {
     const persistence::watch_id id = listed;  // (a lambda below keeps it)
-    if (!running || st.yielding.contains(id) || st.returning.contains(id) || st.adopting.contains(id))
+    if (!copy.running || st.yielding.contains(id) || st.returning.contains(id) || st.adopting.contains(id))
       continue;
     // Placement ignoring pins: this node's own pin would keep it here.
     auto owner = core::owner_of(st.members->placement, id.tenant, placement_key(id.name));
@@ -272,12 +286,37 @@ void sync(self_ptr self) {
   self->send(st.cfg.watches, actors::specs_atom::value, actors::watch_specs_request_ptr(std::move(req)));
 }
 
+// Has the watch manager restore its stored watches, leaving alone those an
+// up member runs now, once every up member's copies are here (or, when
+// `waited`, with what is here).
+void restore_when_known(self_ptr self, bool waited) {
+  auto& st = self->state;
+  if (!st.restore_due) return;
+  std::vector<std::string> unheard;
+  for (const auto& [id, peer] : st.members->up)
+    if (!st.copies.contains(id)) unheard.push_back(id);
+  if (!unheard.empty() && !waited) return;
+  st.restore_due = false;
+  for (const auto& id : unheard) logging::warn("cluster.restore_unheard", {{"node", id}});
+  auto plan = std::make_shared<actors::watch_restore_plan>();
+  for (const auto& [holder, theirs] : st.copies)
+    for (const auto& w : theirs.list.watches())
+      if (w.running()) plan->running_elsewhere[{w.tenant(), w.name()}] = holder;
+  self->send(st.cfg.watches, actors::restore_atom::value, actors::watch_restore_plan_ptr(std::move(plan)));
+}
+
 void on_own_copies(self_ptr self, const std::string& bytes) {
   auto& st = self->state;
   proto::WatchCopies copies;
   if (!parse(bytes, &copies)) return;
-  st.local.clear();
-  for (const auto& w : copies.watches()) st.local[{w.tenant(), w.name()}] = w.running();
+  std::map<persistence::watch_id, watch_mover_state::local_copy> local;
+  for (const auto& w : copies.watches()) {
+    persistence::watch_id id{w.tenant(), w.name()};
+    auto before = st.local.find(id);
+    const bool ran = before != st.local.end() && before->second.running;
+    local[id] = {w.running(), ran ? before->second.since : st.heard};
+  }
+  st.local = std::move(local);
   send_if_changed(self, bytes);
   resolve_duplicates(self);
   adopt_orphans(self);
@@ -288,7 +327,8 @@ void on_peer_copies(self_ptr self, const std::string& bytes) {
   proto::WatchCopies copies;
   if (!parse(bytes, &copies) || copies.holder().empty() || copies.holder() == st.cfg.self_id) return;
   auto holder = copies.holder();
-  st.copies[holder] = std::move(copies);
+  st.copies[holder] = {std::move(copies), ++st.heard};
+  restore_when_known(self, false);
   resolve_duplicates(self);
   return_watches(self);
 }
@@ -299,7 +339,7 @@ void on_member_gone(self_ptr self, const std::string& lost) {
   if (it == st.copies.end()) return;
   // A drained member's copy may still list what it handed over: those run
   // on their new owners already and are dropped once seen there.
-  for (auto& w : *it->second.mutable_watches()) {
+  for (auto& w : *it->second.list.mutable_watches()) {
     persistence::watch_id id{w.tenant(), w.name()};  // before `w` is moved from
     st.orphans[id] = {lost, std::move(w)};
   }
@@ -371,6 +411,7 @@ watch_mover_actor::behavior_type watch_mover(watch_mover_actor::stateful_pointer
   return {
       [self](members_atom, const mover_members_ptr& members) {
         self->state.members = members;
+        restore_when_known(self, false);
         sync(self);
       },
       [self](member_gone_atom, const std::string& id) { on_member_gone(self, id); },
@@ -385,11 +426,18 @@ watch_mover_actor::behavior_type watch_mover(watch_mover_actor::stateful_pointer
         return true;
       },
       [self](returns_atom) { return_watches(self); },
+      [self](restore_watches_atom) {
+        if (!self->state.cfg.watches) return;
+        self->state.restore_due = true;
+        self->delayed_send(self, restore_wait, actors::task_atom::value,
+                           actors::actor_task{[self] { restore_when_known(self, true); }});
+        restore_when_known(self, false);
+      },
       [self](move_out_atom) { return move_out(self); },
       [self](stats_atom) {
         std::uint64_t n = 0;
-        for (const auto& [holder, list] : self->state.copies)
-          n += static_cast<std::uint64_t>(list.watches_size());
+        for (const auto& [holder, theirs] : self->state.copies)
+          n += static_cast<std::uint64_t>(theirs.list.watches_size());
         return n;
       },
       [](actors::task_atom, const actors::actor_task& task) {

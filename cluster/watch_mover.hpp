@@ -9,7 +9,9 @@
 //   two puts it; the other stops its own. A copy that does not run never
 //   wins.
 // - A member that joins gets the watches placement puts there, handed over
-//   with their position, once it has restored its own.
+//   with their position, once it has restored its own. A member that comes
+//   back does not restore a stored watch another member runs now: that
+//   member hands it back, with its newer position.
 // - A draining member releases each watch to its new owner with its
 //   position and forgets it once the new owner runs it.
 // The node actor tells this actor what it needs of membership and forwards
@@ -45,6 +47,7 @@ using mover_members_ptr = std::shared_ptr<const mover_members>;
 
 using returns_atom = caf::atom_constant<caf::atom("cwreturns")>;
 using move_out_atom = caf::atom_constant<caf::atom("cwmoveout")>;
+using restore_watches_atom = caf::atom_constant<caf::atom("cwrestore")>;
 
 using watch_mover_actor = caf::typed_actor<
     // Membership changed.
@@ -63,6 +66,9 @@ using watch_mover_actor = caf::typed_actor<
     caf::replies_to<stopping_atom, std::string, std::string>::with<bool>,
     // Membership settled: hand joined members the watches placed there.
     caf::reacts_to<returns_atom>,
+    // The node starts: have the watch manager restore its stored watches,
+    // once every up member said what it runs (or after a bound).
+    caf::reacts_to<restore_watches_atom>,
     // Draining: release every watch to its new owner; answers when done or
     // after a bound.
     caf::replies_to<move_out_atom>::with<bool>,
@@ -87,9 +93,20 @@ struct watch_mover_state {
   watch_mover_config cfg;
   mover_members_ptr members = std::make_shared<const mover_members>();
   bool draining = false;
-  // Other members' specs, by member, and this node's (-> running).
-  std::map<std::string, proto::WatchCopies> copies;
-  std::map<persistence::watch_id, bool> local;
+  // Other members' specs, by member, with when each came (a count of the
+  // copies heard so far: `heard`).
+  struct peer_copies {
+    proto::WatchCopies list;
+    std::uint64_t heard = 0;
+  };
+  std::map<std::string, peer_copies> copies;
+  std::uint64_t heard = 0;
+  // This node's watches: running, and since which copy heard.
+  struct local_copy {
+    bool running = false;
+    std::uint64_t since = 0;
+  };
+  std::map<persistence::watch_id, local_copy> local;
   // Copies of lost members' watches not yet seen running anywhere (with the
   // member they came from).
   std::map<persistence::watch_id, std::pair<std::string, proto::WatchStart>> orphans;
@@ -99,6 +116,8 @@ struct watch_mover_state {
   // Our copies as last sent, and to which peers' node actors.
   std::string sent;
   std::set<caf::actor_addr> sent_to;
+  // The node asked for its restore, which waits for the peers' copies.
+  bool restore_due = false;
 };
 
 watch_mover_actor::behavior_type watch_mover(watch_mover_actor::stateful_pointer<watch_mover_state> self,

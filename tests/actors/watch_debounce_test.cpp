@@ -342,3 +342,25 @@ TEST_CASE_METHOD(fixture,
   CHECK(inbox->got.size() == 3);
   CHECK(stats->notices.load() == 2);
 }
+
+TEST_CASE_METHOD(
+    fixture,
+    "a duplicate's stop drops what waits at once, even a notice the hub holds, and stores no position",
+    "[watch][debounce]") {
+  auto ended = std::make_shared<std::optional<caf::error>>();
+  on_end(debounce, ended);
+  line("ADDED /a");  // sent: the hub holds it, unanswered
+  answer(0, {publish_outcome::uncertain, {}, "the followers did not confirm in time"});
+  wait(std::chrono::milliseconds(100));
+  REQUIRE(inbox->got.size() == 2);  // tried again with its key, the hub holds it
+  auto flushed = std::make_shared<bool>(false);
+  caf::anon_send(debounce, abandon_atom::value, actor_task{[flushed] { *flushed = true; }});
+  sched->run();
+  CHECK(*flushed);  // no grace: the kept copy notices from its own position
+  CHECK(ended->has_value());
+  CHECK(saves.empty());
+  CHECK(stats->notices_wait.load() == nullptr);
+  // The answer to the try the hub held reaches nobody.
+  answer(1, stored(1));
+  CHECK(inbox->got.size() == 2);
+}

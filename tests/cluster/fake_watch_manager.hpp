@@ -17,6 +17,7 @@ struct manager_log {
   std::vector<actors::watch_stop_request_ptr> stops;
   std::vector<actors::watch_specs_request_ptr> specs;
   std::vector<actors::watch_release_request_ptr> releases;
+  std::vector<actors::watch_restore_plan_ptr> restores;
 };
 
 inline actors::watch_manager_actor::behavior_type fake_manager(actors::watch_manager_actor::pointer,
@@ -25,7 +26,7 @@ inline actors::watch_manager_actor::behavior_type fake_manager(actors::watch_man
       [log](actors::start_atom, const actors::watch_start_request_ptr& r) { log->starts.push_back(r); },
       [log](actors::list_atom, const actors::watch_list_request_ptr& r) { log->lists.push_back(r); },
       [log](actors::stop_atom, const actors::watch_stop_request_ptr& r) { log->stops.push_back(r); },
-      [](actors::restore_atom) {},
+      [log](actors::restore_atom, const actors::watch_restore_plan_ptr& p) { log->restores.push_back(p); },
       [log](actors::specs_atom, const actors::watch_specs_request_ptr& r) { log->specs.push_back(r); },
       [log](actors::release_atom, const actors::watch_release_request_ptr& r) { log->releases.push_back(r); },
       [](actors::task_atom, const actors::actor_task&) {},

@@ -177,6 +177,7 @@ TEST_CASE("two copies of one watch settle where rendezvous over the two puts it"
   f.copies_from_b({theirs, ours}, true);
   REQUIRE(f.manager->stops.size() == 1);
   CHECK(f.manager->stops[0]->id.name == theirs);
+  CHECK(f.manager->stops[0]->duplicate);  // it does not wait on the stream b's copy holds
 }
 
 TEST_CASE("a watch placed on a member that joins moves there once it has restored its own, with its position",
@@ -203,6 +204,7 @@ TEST_CASE("a watch placed on a member that joins moves there once it has restore
   CHECK(f.peer->handed[0].progress().seq() == 42);
   REQUIRE(f.manager->stops.size() == 1);  // forgotten here once b runs it
   CHECK(f.manager->stops[0]->id.name == name);
+  CHECK(!f.manager->stops[0]->duplicate);
 }
 
 TEST_CASE("a watch the joined member refuses runs here again from its released position", "[watch_mover]") {
@@ -252,4 +254,59 @@ TEST_CASE("a watch stopped everywhere is not started again from a lost member's 
   f.sched->run();
   f.specs({});
   CHECK(f.manager->starts.empty());
+}
+
+TEST_CASE("a starting node restores once every up member said what it runs, leaving theirs alone",
+          "[watch_mover]") {
+  fixture f;
+  f.members({"a", "b"}, true);
+  caf::anon_send(f.mover, restore_watches_atom::value);
+  f.sched->run();
+  CHECK(f.manager->restores.empty());  // b has not said what it runs
+
+  f.copies_from_b({"w1"}, true);
+  REQUIRE(f.manager->restores.size() == 1);
+  const auto& elsewhere = f.manager->restores[0]->running_elsewhere;
+  REQUIRE(elsewhere.size() == 1);
+  CHECK(elsewhere.at({"t1", "w1"}) == "b");
+  // Once: later copies do not restore again.
+  f.copies_from_b({"w1", "w2"}, true);
+  f.sched->trigger_timeouts();
+  f.sched->run();
+  CHECK(f.manager->restores.size() == 1);
+}
+
+TEST_CASE("a starting node restores everything after a bound when a member stays silent", "[watch_mover]") {
+  fixture f;
+  f.members({"a", "b"}, true);
+  caf::anon_send(f.mover, restore_watches_atom::value);
+  f.sched->run();
+  f.sched->advance_time(std::chrono::milliseconds(2999));
+  f.sched->run();
+  CHECK(f.manager->restores.empty());
+  f.sched->advance_time(std::chrono::milliseconds(1));
+  f.sched->run();
+  REQUIRE(f.manager->restores.size() == 1);
+  CHECK(f.manager->restores[0]->running_elsewhere.empty());
+}
+
+TEST_CASE("a watch handed here is not stopped for the copy its old member sent before the hand-over",
+          "[watch_mover]") {
+  fixture f;
+  const auto theirs = name_placed_on("b");
+  f.members({"a", "b"}, true);
+  f.specs({});
+  f.copies_from_b({theirs}, true);  // b runs it, then hands it here
+  caf::anon_send(f.mover, tick_atom::value, false);
+  f.sched->run();
+  f.specs({theirs});
+  CHECK(f.manager->stops.empty());
+  // b's next copies, sent after it let go, no longer list it...
+  f.copies_from_b({}, true);
+  CHECK(f.manager->stops.empty());
+  // ...and copies heard since it runs here that do list it running are a
+  // duplicate's: settled as such.
+  f.copies_from_b({theirs}, true);
+  REQUIRE(f.manager->stops.size() == 1);
+  CHECK(f.manager->stops[0]->duplicate);
 }

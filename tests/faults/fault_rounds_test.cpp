@@ -17,9 +17,10 @@
 //   partition-etcd   the target cut from etcd (it reaches the nodes), or
 //                from etcd and the nodes alike
 //
-// With TIDINGS_FAULT_WATCH=1 (scripts/faults --watch) each round also runs
-// a watch on stream 0, placed on the third node, whose notice stream is
-// read on every node throughout and read back late (check_notices).
+// Each round also runs a watch on stream 0, placed on the third node, whose
+// notice stream is read on every node throughout and read back late
+// (check_notices); TIDINGS_FAULT_WATCH=0 (scripts/faults --no-watch) leaves
+// it out.
 //
 // Partitions run in a network namespace of the test's own
 // (private_network.hpp) with each node as its own user; they need root.
@@ -339,10 +340,8 @@ history_report read_back_notices(cluster_nodes& cluster, watch_traffic& w) {
   return report;
 }
 
-// The watch's rounds are on demand (TIDINGS_FAULT_WATCH=1, scripts/faults
-// --watch): they still find a false resync, see docs/reliability.md.
 bool with_watch() {
-  return env_number("TIDINGS_FAULT_WATCH", 0) != 0;
+  return env_number("TIDINGS_FAULT_WATCH", 1) != 0;
 }
 
 // The end marker goes right after the newest acknowledged event of the
