@@ -32,13 +32,14 @@ using source_return_atom = caf::atom_constant<caf::atom("srcreturn")>;
 // One running source, as the list views show it.
 struct source_info {
   std::string tenant;
-  std::string uri;       // as first subscribed
-  std::string key;       // canonical: "<upstream>|<canonical uri>"
-  std::string stream;    // src:<hash>
-  std::string server;    // the upstream's name
-  std::string shape;     // "state", "event-log" or "" before the first read
-  std::string strategy;  // upstream::strategy(), "" until the upstream is open
-  std::string state;     // starting, running, resubscribing, failed
+  std::string uri;              // as first subscribed
+  std::string key;              // canonical: "<upstream>|<canonical uri>"
+  std::string stream;           // src:<hash>
+  std::string server;           // the upstream's name
+  std::string shape;            // "state", "event-log" or "" before the first read
+  std::string strategy;         // upstream::strategy(), "" until the upstream is open
+  std::string state;            // starting, running, resubscribing, failed
+  bool tls_unverified = false;  // its upstream's TLS peer is not verified (insecure_skip_verify)
   std::uint64_t subscribers = 0;
   std::uint64_t failures = 0;  // consecutive failed subscriptions
   std::uint64_t reads = 0;

@@ -55,7 +55,7 @@ std::unique_ptr<cluster_member> cluster_member::start(
   auto plane = std::make_shared<cluster::etcd_control_plane>(
       cfg.etcd_endpoints,
       std::chrono::milliseconds(std::max<std::int64_t>(1000, cfg.member_lease_seconds * 400)),
-      std::chrono::duration_cast<std::chrono::milliseconds>(3 * lease));
+      std::chrono::duration_cast<std::chrono::milliseconds>(3 * lease), cfg.etcd_tls_context);
   ncfg.plane = plane;
   static_assert(cluster_secret_min_bytes == cluster::min_secret_bytes);
   auto secret = std::make_shared<const cluster::cluster_secret>(cfg.cluster_secret);

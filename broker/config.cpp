@@ -119,15 +119,22 @@ std::optional<std::string> set_allowed_hosts(config& c, const std::string& v) {
 std::optional<std::string> set_etcd(config& c, const std::string& v) {
   std::vector<std::string> endpoints;
   for (auto& item : split_list(v)) {
-    if (item.rfind("https://", 0) == 0)
-      return "'" + item + "': TLS to etcd is not supported yet; use an http:// endpoint on a private network";
-    if (item.rfind("http://", 0) != 0) return "'" + item + "' must be http://HOST:PORT";
-    auto host_port = item.substr(7);
+    const bool tls = item.rfind("https://", 0) == 0;
+    if (!tls && item.rfind("http://", 0) != 0)
+      return "'" + item + "' must be http://HOST:PORT or https://HOST:PORT";
+    const std::string scheme = tls ? "https://" : "http://";
+    auto host_port = item.substr(scheme.size());
     while (!host_port.empty() && host_port.back() == '/') host_port.pop_back();
     if (auto err = check_address(host_port, false)) return "'" + item + "' " + *err;
-    endpoints.push_back("http://" + host_port);
+    endpoints.push_back(scheme + host_port);
   }
-  if (endpoints.empty()) return "must list at least one etcd endpoint, http://HOST:PORT[,...]";
+  if (endpoints.empty()) return "must list at least one etcd endpoint, http[s]://HOST:PORT[,...]";
+  // After a failover the client would carry the cluster's record (and its
+  // certificate) in plaintext.
+  const auto https = std::count_if(endpoints.begin(), endpoints.end(),
+                                   [](const std::string& e) { return e.rfind("https://", 0) == 0; });
+  if (https != 0 && static_cast<std::size_t>(https) != endpoints.size())
+    return "mixes http:// and https:// members; give every member with the same scheme";
   c.etcd_endpoints = std::move(endpoints);
   return std::nullopt;
 }
@@ -186,6 +193,29 @@ std::optional<std::string> set_verbose(config& c, const std::string& v) {
   return std::nullopt;
 }
 
+// One of the TLS files of https:// etcd members; checked together at the end.
+setter etcd_tls_file(std::string net::tls_settings::*field) {
+  return [field](config& c, const std::string& v) -> std::optional<std::string> {
+    if (v.empty()) return "must name a PEM file";
+    c.etcd_tls.*field = v;
+    return std::nullopt;
+  };
+}
+
+// The context of https:// etcd members, made once every flag is read.
+std::optional<std::string> make_etcd_tls(config& c) {
+  const bool https = std::any_of(c.etcd_endpoints.begin(), c.etcd_endpoints.end(),
+                                 [](const std::string& e) { return e.rfind("https://", 0) == 0; });
+  if (!c.etcd_tls.any()) return std::nullopt;
+  if (!https)
+    return "etcd-ca-file, etcd-client-cert and etcd-client-key apply to https:// etcd endpoints only";
+  std::string error;
+  c.etcd_tls_context = net::make_tls_client_context(
+      c.etcd_tls, &error, {"etcd-ca-file", "etcd-client-cert", "etcd-client-key", "insecure_skip_verify"});
+  if (!c.etcd_tls_context) return error;
+  return std::nullopt;
+}
+
 const std::map<std::string, setter>& setters() {
   static const std::map<std::string, setter> table = {
       {"listen", set_listen},
@@ -200,6 +230,9 @@ const std::map<std::string, setter>& setters() {
       {"allowed-origins", set_allowed_origins},
       {"allowed-hosts", set_allowed_hosts},
       {"etcd-prefix", set_etcd_prefix},
+      {"etcd-ca-file", etcd_tls_file(&net::tls_settings::ca_file)},
+      {"etcd-client-cert", etcd_tls_file(&net::tls_settings::client_cert)},
+      {"etcd-client-key", etcd_tls_file(&net::tls_settings::client_key)},
       {"cluster-secret-file", set_cluster_secret_file},
       {"cluster-secret", set_cluster_secret},
       {"member-lease-seconds",
@@ -461,7 +494,8 @@ std::string usage() {
          "                [--filter-memory-mb MB] [--watch-queue-frames N]\n"
          "                [--source-backoff-ms MS] [--audit-log FILE|-]\n"
          "                [--log-level LEVEL[,SUBSYSTEM=LEVEL...]] [--verbose]\n"
-         "                [--cluster-listen HOST:PORT] [--etcd http://HOST:PORT,...]\n"
+         "                [--cluster-listen HOST:PORT] [--etcd http[s]://HOST:PORT,...]\n"
+         "                [--etcd-ca-file FILE] [--etcd-client-cert FILE --etcd-client-key FILE]\n"
          "                [--etcd-prefix /PREFIX/] [--member-lease-seconds S]\n"
          "                [--cluster-advertise HOST:PORT] [--advertise HOST:PORT]\n"
          "                [--cluster-secret-file FILE]\n"
@@ -598,6 +632,7 @@ parse_outcome parse_config(const std::vector<std::string>& args) {
             false};
   if (!c.cluster_listen && (!c.etcd_endpoints.empty() || !c.cluster_advertise.empty()))
     return {std::nullopt, "etcd: a cluster needs cluster-listen too", false};
+  if (auto err = make_etcd_tls(c)) return {std::nullopt, *err, false};
   if (!c.cluster_listen && !c.cluster_secret.empty())
     return {std::nullopt, "cluster-secret: a cluster secret needs cluster-listen too", false};
   if (c.audit_log.empty()) c.audit_log = c.data_dir + "/audit.ndjson";

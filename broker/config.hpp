@@ -10,6 +10,7 @@
 #include <chrono>
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <optional>
 #include <set>
 #include <string>
@@ -20,6 +21,7 @@
 #include "broker/upstream_config.hpp"
 #include "core/retention.hpp"
 #include "logging/log.hpp"
+#include "net/tls_context.hpp"
 #include "persistence/store.hpp"
 #include "relay/sse_options.hpp"
 
@@ -92,10 +94,14 @@ struct config {
   std::optional<std::string> cluster_listen;  // host:port for the node-to-node port
   std::string cluster_advertise;              // what peers dial; empty: cluster_listen
   // The cluster's agreed record (ADR 0022): etcd members' client URLs
-  // (http://host:port), the key prefix this cluster's keys live under (one
+  // (http://host:port or https://), the key prefix this cluster's keys live under (one
   // etcd may hold several clusters), and the TTL of this node's membership
   // lease: a node that cannot renew it for that long counts as gone.
   std::vector<std::string> etcd_endpoints;
+  // https:// members: etcd-ca-file, etcd-client-cert, etcd-client-key (etcd's
+  // --client-cert-auth), and the context made from them once all are read.
+  net::tls_settings etcd_tls;
+  std::shared_ptr<net::tls_context> etcd_tls_context;
   std::string etcd_prefix = "/tidings/";
   std::int64_t member_lease_seconds = 5;
   std::string advertise;  // HTTP host:port clients are sent to; empty: listen

@@ -4,6 +4,8 @@
 
 #include <vector>
 
+#include "net/tls_context.hpp"
+
 namespace tidings::broker {
 
 namespace {
@@ -57,6 +59,21 @@ void add_storage(const persistence::storage_stats& s, const persistence::write_g
       gauge("tidings_storage_running_compactions", "Compactions running now", d(s.running_compactions)));
 }
 
+// Kept by the HTTP client for every https:// upstream (issue 24).
+void add_tls_failures(std::vector<prometheus::MetricFamily>& out) {
+  prometheus::MetricFamily family;
+  family.name = "tidings_upstream_tls_failures_total";
+  family.help = "Failed TLS handshakes with upstreams since start, by upstream (host:port) and kind";
+  family.type = prometheus::MetricType::Counter;
+  for (const auto& f : net::tls_failure_counts()) {
+    prometheus::ClientMetric m;
+    m.label = {{"upstream", f.upstream}, {"kind", f.kind}};
+    m.counter.value = static_cast<double>(f.count);
+    family.metric.push_back(std::move(m));
+  }
+  if (!family.metric.empty()) out.push_back(std::move(family));
+}
+
 }  // namespace
 
 metrics::metrics(const persistence::store& store, sources::probe::audit_fn audit)
@@ -65,6 +82,7 @@ metrics::metrics(const persistence::store& store, sources::probe::audit_fn audit
 std::string metrics::scrape() const {
   auto families = registry_->Collect();
   add_storage(store_.stats(), guard_, families);
+  add_tls_failures(families);
   // One node, alive: this node. The cluster's membership replaces this
   // once nodes join each other.
   families.push_back(gauge("tidings_cluster_members", "Cluster members this node knows of, by state", 1,

@@ -8,6 +8,9 @@
 #include <nlohmann/json.hpp>
 
 #include "broker/yaml_reader.hpp"
+#include "logging/log.hpp"
+#include "net/http_client.hpp"
+#include "net/tls_context.hpp"
 #include "sources/file/file_connector.hpp"
 #include "sources/kube/kube_connector.hpp"
 #include "sources/mcp/mcp_connector.hpp"
@@ -19,13 +22,53 @@ namespace {
 
 using YAML::Node;
 
+// The TLS settings of an upstream reached over HTTP (issue 24), beside its
+// url: the context is made here, so a file that cannot be used stops the
+// node at start (and --check-config) instead of failing every request.
+bool read_tls(yaml_reader& r, const Node& n, const std::string& path, net::tls_settings* out) {
+  if (n["ca_file"] && !r.text(n["ca_file"], path + ".ca_file", &out->ca_file)) return false;
+  if (n["client_cert"] && !r.text(n["client_cert"], path + ".client_cert", &out->client_cert)) return false;
+  if (n["client_key"] && !r.text(n["client_key"], path + ".client_key", &out->client_key)) return false;
+  if (n["insecure_skip_verify"] &&
+      !r.flag(n["insecure_skip_verify"], path + ".insecure_skip_verify", &out->insecure_skip_verify))
+    return false;
+  return true;
+}
+
+bool has_tls_keys(const Node& n) {
+  return n["ca_file"] || n["client_cert"] || n["client_key"] || n["insecure_skip_verify"];
+}
+
+std::string tls_keys_misplaced(const std::string& url_key) {
+  return "ca_file, client_cert, client_key and insecure_skip_verify apply to an https:// " + url_key +
+         " only";
+}
+
+// url_key names the setting that holds the URL ("url", "server").
+bool parse_tls(yaml_reader& r, const Node& n, const std::string& path, const std::string& url_key,
+               const std::string& url, net::tls_settings* out, std::shared_ptr<net::tls_context>* context) {
+  if (!read_tls(r, n, path, out)) return false;
+  // None: https:// uses the shared context of the system store.
+  if (!has_tls_keys(n)) return true;
+  net::http_url parsed;
+  std::string error;
+  if (!net::parse_http_url(url, &parsed, &error) || !parsed.tls)
+    return r.fail(path, tls_keys_misplaced(url_key));
+  *context = net::make_tls_client_context(*out, &error);
+  if (!*context) return r.fail(path, error);
+  return true;
+}
+
 bool parse_mcp(yaml_reader& r, const Node& section, upstreams_config* out) {
   if (!section.IsMap()) return r.fail("mcp", "must map server names to their settings");
   for (const auto& kv : section) {
     auto name = kv.first.as<std::string>();
     auto path = "mcp." + name;
     const auto& s = kv.second;
-    if (!r.known_keys(s, path, {"command", "env", "cwd", "url", "headers", "timeout_ms"})) return false;
+    if (!r.known_keys(s, path,
+                      {"command", "env", "cwd", "url", "headers", "timeout_ms", "ca_file", "client_cert",
+                       "client_key", "insecure_skip_verify"}))
+      return false;
     sources::mcp::mcp_config c;
     c.name = name;
     if (s["command"] && s["url"]) return r.fail(path, "has both command (stdio) and url (http); pick one");
@@ -33,12 +76,14 @@ bool parse_mcp(yaml_reader& r, const Node& section, upstreams_config* out) {
       c.transport = sources::mcp::transport_kind::stdio;
       if (!r.texts(s["command"], path + ".command", &c.command)) return false;
       if (c.command.empty()) return r.fail(path + ".command", "must name a program");
+      if (has_tls_keys(s)) return r.fail(path, tls_keys_misplaced("url"));
       if (s["env"] && !r.string_map(s["env"], path + ".env", &c.env)) return false;
       if (s["cwd"] && !r.text(s["cwd"], path + ".cwd", &c.cwd)) return false;
     } else if (s["url"]) {
       c.transport = sources::mcp::transport_kind::http;
       if (!r.text(s["url"], path + ".url", &c.url)) return false;
       if (s["headers"] && !r.string_map(s["headers"], path + ".headers", &c.headers)) return false;
+      if (!parse_tls(r, s, path, "url", c.url, &c.tls, &c.tls_context)) return false;
     } else {
       return r.fail(path, "needs command (stdio) or url (Streamable HTTP)");
     }
@@ -54,13 +99,17 @@ bool parse_kube(yaml_reader& r, const Node& section, upstreams_config* out) {
     auto name = kv.first.as<std::string>();
     auto path = "kube." + name;
     const auto& s = kv.second;
-    if (!r.known_keys(s, path, {"server", "token", "timeout_ms", "watch_idle_timeout_ms"})) return false;
+    if (!r.known_keys(s, path,
+                      {"server", "token", "timeout_ms", "watch_idle_timeout_ms", "ca_file", "client_cert",
+                       "client_key", "insecure_skip_verify"}))
+      return false;
     if (name.empty() || name.find_first_of("/?#{}") != std::string::npos)
       return r.fail(path, "a context name must not contain / ? # { }");
     sources::kube::kube_config c;
     c.context = name;
-    if (!s["server"]) return r.fail(path, "needs server (http://host:port of the API server)");
+    if (!s["server"]) return r.fail(path, "needs server (https://host:port of the API server)");
     if (!r.text(s["server"], path + ".server", &c.server)) return false;
+    if (!parse_tls(r, s, path, "server", c.server, &c.tls, &c.tls_context)) return false;
     if (s["token"] && !r.text(s["token"], path + ".token", &c.token)) return false;
     if (s["timeout_ms"] && !r.millis(s["timeout_ms"], path + ".timeout_ms", &c.request_timeout)) return false;
     if (s["watch_idle_timeout_ms"] &&
@@ -77,13 +126,20 @@ bool parse_postgres(yaml_reader& r, const Node& section, upstreams_config* out) 
     auto name = kv.first.as<std::string>();
     auto path = "postgres." + name;
     const auto& s = kv.second;
-    if (!r.known_keys(s, path, {"conninfo", "path_field", "connect_timeout_ms"})) return false;
+    if (!r.known_keys(s, path,
+                      {"conninfo", "path_field", "connect_timeout_ms", "ca_file", "client_cert", "client_key",
+                       "insecure_skip_verify"}))
+      return false;
     if (name.empty() || name.find('/') != std::string::npos)
       return r.fail(path, "a name must not contain '/'");
     sources::postgres::postgres_config c;
     c.name = name;
     if (!s["conninfo"]) return r.fail(path, "needs conninfo (a libpq connection string)");
     if (!r.text(s["conninfo"], path + ".conninfo", &c.conninfo)) return false;
+    // libpq reads the files when it connects; checked here so a bad one stops the start.
+    if (!read_tls(r, s, path, &c.tls)) return false;
+    if (std::string error; c.tls.any() && !net::make_tls_client_context(c.tls, &error))
+      return r.fail(path, error);
     if (s["path_field"] && !r.text(s["path_field"], path + ".path_field", &c.path_field)) return false;
     if (s["connect_timeout_ms"] &&
         !r.millis(s["connect_timeout_ms"], path + ".connect_timeout_ms", &c.connect_timeout))
@@ -107,9 +163,13 @@ bool parse_files(yaml_reader& r, const Node& section, upstreams_config* out) {
 
 bool parse_backend(yaml_reader& r, const Node& n, const std::string& path,
                    sources::web::backend_config* out) {
-  if (!r.known_keys(n, path, {"url", "headers", "expected_status_codes", "timeout_ms"})) return false;
+  if (!r.known_keys(n, path,
+                    {"url", "headers", "expected_status_codes", "timeout_ms", "ca_file", "client_cert",
+                     "client_key", "insecure_skip_verify"}))
+    return false;
   if (!n["url"]) return r.fail(path, "needs url");
   if (!r.text(n["url"], path + ".url", &out->url)) return false;
+  if (!parse_tls(r, n, path, "url", out->url, &out->tls, &out->tls_context)) return false;
   if (n["headers"] && !r.string_map(n["headers"], path + ".headers", &out->headers)) return false;
   if (n["expected_status_codes"]) {
     std::vector<std::string> codes;
@@ -165,6 +225,13 @@ bool parse_resource(yaml_reader& r, const Node& n, const std::string& path,
 
 using nlohmann::json;
 
+json settings_of(const net::tls_settings& t) {
+  return {{"ca_file", t.ca_file},
+          {"client_cert", t.client_cert},
+          {"client_key", t.client_key},
+          {"insecure_skip_verify", t.insecure_skip_verify}};
+}
+
 // A connector's settings as one comparable value (for a reload's diff).
 json settings_of(const sources::mcp::mcp_config& c) {
   return {{"transport", c.transport == sources::mcp::transport_kind::stdio ? "stdio" : "http"},
@@ -173,6 +240,7 @@ json settings_of(const sources::mcp::mcp_config& c) {
           {"cwd", c.cwd},
           {"url", c.url},
           {"headers", c.headers},
+          {"tls", settings_of(c.tls)},
           {"timeout_ms", c.request_timeout.count()},
           {"max_message_bytes", c.max_message_bytes}};
 }
@@ -180,6 +248,7 @@ json settings_of(const sources::mcp::mcp_config& c) {
 json settings_of(const sources::kube::kube_config& c) {
   return {{"server", c.server},
           {"token", c.token},
+          {"tls", settings_of(c.tls)},
           {"timeout_ms", c.request_timeout.count()},
           {"watch_idle_timeout_ms", c.watch_idle_timeout.count()},
           {"list_page_size", c.list_page_size},
@@ -190,6 +259,7 @@ json settings_of(const sources::kube::kube_config& c) {
 
 json settings_of(const sources::postgres::postgres_config& c) {
   return {{"conninfo", c.conninfo},
+          {"tls", settings_of(c.tls)},
           {"path_field", c.path_field},
           {"connect_timeout_ms", c.connect_timeout.count()},
           {"ring_capacity", c.ring_capacity}};
@@ -218,11 +288,31 @@ json settings_of(const sources::web::web_config& c) {
     if (r.backend)
       one["backend"] = {{"url", r.backend->url},
                         {"headers", r.backend->headers},
+                        {"tls", settings_of(r.backend->tls)},
                         {"expected_status_codes", r.backend->expected_status_codes},
                         {"timeout_ms", r.backend->timeout.count()},
                         {"max_body_bytes", r.backend->max_body_bytes}};
     out.push_back(std::move(one));
   }
+  return out;
+}
+
+// The connectors whose TLS peer goes unverified, with the setting that says so.
+std::vector<std::pair<std::string, std::string>> unverified_tls(const upstreams_config& cfg) {
+  std::vector<std::pair<std::string, std::string>> out;
+  for (std::size_t i = 0; i < cfg.web.resources.size(); ++i)
+    if (const auto& b = cfg.web.resources[i].backend; b && b->tls.insecure_skip_verify)
+      out.emplace_back("resources",
+                       "upstreams.resources[" + std::to_string(i) + "].backend.insecure_skip_verify");
+  for (const auto& c : cfg.kube)
+    if (c.tls.insecure_skip_verify)
+      out.emplace_back("kube:" + c.context, "upstreams.kube." + c.context + ".insecure_skip_verify");
+  for (const auto& c : cfg.postgres)
+    if (c.tls.insecure_skip_verify)
+      out.emplace_back("pg:" + c.name, "upstreams.postgres." + c.name + ".insecure_skip_verify");
+  for (const auto& c : cfg.mcp)
+    if (c.tls.insecure_skip_verify)
+      out.emplace_back(c.name, "upstreams.mcp." + c.name + ".insecure_skip_verify");
   return out;
 }
 
@@ -324,6 +414,12 @@ std::vector<std::unique_ptr<sources::connector>> make_connectors(boost::asio::io
   // nobody else lists, so the specific connectors must be asked first.
   for (const auto& c : cfg.mcp)
     if (only.contains(c.name)) out.push_back(std::make_unique<sources::mcp::mcp_connector>(ioc, c));
+  // At start and on each reload that makes the connector again.
+  for (const auto& [name, setting] : unverified_tls(cfg))
+    if (only.contains(name))
+      logging::warn(
+          "source.tls_unverified",
+          {{"connector", name}, {"setting", setting}, {"risk", "anyone on the path can read and change it"}});
   return out;
 }
 

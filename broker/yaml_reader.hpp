@@ -89,6 +89,14 @@ class yaml_reader {
     return true;
   }
 
+  bool flag(const YAML::Node& n, const std::string& path, bool* out) {
+    std::string s;
+    if (!text(n, path, &s)) return false;
+    if (s != "true" && s != "false") return fail(path, "must be true or false");
+    *out = s == "true";
+    return true;
+  }
+
   // A finite number in (lo, hi]: rates and bursts.
   bool number(const YAML::Node& n, const std::string& path, double lo, double hi, const std::string& range,
               double* out) {

@@ -5,9 +5,10 @@
 namespace tidings::cluster {
 
 etcd_control_plane::etcd_control_plane(std::vector<std::string> endpoints, std::chrono::milliseconds timeout,
-                                       std::chrono::milliseconds watch_idle)
+                                       std::chrono::milliseconds watch_idle,
+                                       std::shared_ptr<net::tls_context> tls)
     : work_(boost::asio::make_work_guard(ioc_)),
-      client_(net::etcd_client::make(ioc_, std::move(endpoints), timeout)),
+      client_(net::etcd_client::make(ioc_, std::move(endpoints), timeout, std::move(tls))),
       watch_idle_(watch_idle),
       thread_([this] { ioc_.run(); }) {}
 

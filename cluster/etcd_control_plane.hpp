@@ -17,11 +17,12 @@ namespace tidings::cluster {
 
 class etcd_control_plane final : public control_plane {
  public:
-  // endpoints: http://host:port of etcd's members. watch_idle: a watch that
-  // hears nothing (not even a progress notice) for this long ends, so one
-  // whose member went silent is replaced.
+  // endpoints: http[s]://host:port of etcd's members; tls their context
+  // (null: the system store). watch_idle: a watch that hears nothing (not
+  // even a progress notice) for this long ends, so one whose member went
+  // silent is replaced.
   etcd_control_plane(std::vector<std::string> endpoints, std::chrono::milliseconds timeout,
-                     std::chrono::milliseconds watch_idle);
+                     std::chrono::milliseconds watch_idle, std::shared_ptr<net::tls_context> tls = nullptr);
   ~etcd_control_plane() override;
 
   void grant(std::int64_t ttl_seconds,

@@ -163,13 +163,14 @@ std::string etcd_prefix_end(std::string_view prefix) {
 
 std::shared_ptr<etcd_client> etcd_client::make(boost::asio::io_context& ioc,
                                                std::vector<std::string> endpoints,
-                                               std::chrono::milliseconds timeout) {
-  return std::shared_ptr<etcd_client>(new etcd_client(ioc, std::move(endpoints), timeout));
+                                               std::chrono::milliseconds timeout,
+                                               std::shared_ptr<tls_context> tls) {
+  return std::shared_ptr<etcd_client>(new etcd_client(ioc, std::move(endpoints), timeout, std::move(tls)));
 }
 
 etcd_client::etcd_client(boost::asio::io_context& ioc, std::vector<std::string> endpoints,
-                         std::chrono::milliseconds timeout)
-    : ioc_(ioc), endpoints_(std::move(endpoints)), timeout_(timeout) {
+                         std::chrono::milliseconds timeout, std::shared_ptr<tls_context> tls)
+    : ioc_(ioc), endpoints_(std::move(endpoints)), timeout_(timeout), tls_(std::move(tls)) {
   if (endpoints_.empty()) endpoints_.emplace_back("http://127.0.0.1:2379");
 }
 
@@ -224,6 +225,7 @@ void etcd_client::attempt(std::string path, std::string body, bool idempotent,
   req.method = "POST";
   const std::size_t endpoint = current_;
   req.url = endpoints_[endpoint] + path;
+  req.tls = tls_;
   req.headers = {{"Content-Type", "application/json"}};
   req.body = body;
   req.timeout = std::max(
@@ -240,12 +242,13 @@ void etcd_client::attempt(std::string path, std::string body, bool idempotent,
         std::string error;
         bool retry = false;
         // Whether the request may have reached etcd and been applied: not
-        // when the connection was never made, nor when etcd refused it.
+        // when the connection was never made (nor its TLS), nor when etcd refused it.
         bool outcome_unknown = false;
         if (!r.error.empty()) {
           error = r.error;
           retry = true;
-          outcome_unknown = r.error.rfind("resolve ", 0) != 0 && r.error.rfind("connect ", 0) != 0;
+          outcome_unknown = r.error.rfind("resolve ", 0) != 0 && r.error.rfind("connect ", 0) != 0 &&
+                            r.error.rfind("TLS handshake ", 0) != 0;
         } else if (r.response.status != 200) {
           error = error_message(r.response.status, r.response.body);
           retry = transient(r.response.status, error);
@@ -438,6 +441,7 @@ std::shared_ptr<http_call> etcd_client::watch(std::string key, std::string range
   http_request req;
   req.method = "POST";
   req.url = endpoints_[endpoint] + "/v3/watch";
+  req.tls = tls_;
   req.headers = {{"Content-Type", "application/json"}};
   req.body = json{{"create_request", create}}.dump();
   req.timeout = timeout_;

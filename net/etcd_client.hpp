@@ -97,9 +97,11 @@ class etcd_client : public std::enable_shared_from_this<etcd_client> {
   template <class T>
   using done = std::function<void(std::string error, T result)>;
 
-  // endpoints: http://host:port of etcd members (at least one).
+  // endpoints: http://host:port or https://host:port of etcd members (at
+  // least one). tls: the context for https:// members (null: the system store).
   static std::shared_ptr<etcd_client> make(boost::asio::io_context& ioc, std::vector<std::string> endpoints,
-                                           std::chrono::milliseconds timeout);
+                                           std::chrono::milliseconds timeout,
+                                           std::shared_ptr<tls_context> tls = nullptr);
 
   void grant_lease(std::int64_t ttl_seconds, done<etcd_lease> cb);
   void keep_alive(std::int64_t lease, done<etcd_lease> cb);
@@ -124,7 +126,7 @@ class etcd_client : public std::enable_shared_from_this<etcd_client> {
 
  private:
   etcd_client(boost::asio::io_context& ioc, std::vector<std::string> endpoints,
-              std::chrono::milliseconds timeout);
+              std::chrono::milliseconds timeout, std::shared_ptr<tls_context> tls);
   // POSTs body to path on the current endpoint; the reply's JSON text, or an
   // error naming the endpoint. An idempotent call is tried again on the
   // next member after a transport failure or a transient etcd refusal,
@@ -140,6 +142,7 @@ class etcd_client : public std::enable_shared_from_this<etcd_client> {
   std::vector<std::string> endpoints_;
   std::size_t current_ = 0;
   std::chrono::milliseconds timeout_;
+  std::shared_ptr<tls_context> tls_;
   std::vector<std::weak_ptr<http_call>> calls_;
   std::uint64_t generation_ = 0;  // cancel_all() counts up
 };

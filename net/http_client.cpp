@@ -7,9 +7,15 @@
 #include <limits>
 #include <optional>
 
+#include <openssl/err.h>
+#include <openssl/ssl.h>
+#include <openssl/x509v3.h>
 #include <boost/asio/connect.hpp>
+#include <boost/asio/ip/address.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/post.hpp>
+#include <boost/asio/ssl/context.hpp>
+#include <boost/asio/ssl/stream.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
 #include <boost/beast/http/buffer_body.hpp>
@@ -44,9 +50,9 @@ bool parse_http_url(std::string_view url, http_url* out, std::string* error) {
       if (std::tolower(static_cast<unsigned char>(url[i])) != prefix[i]) return false;
     return true;
   };
-  if (lower_prefix("https://")) return fail("https is not supported");
-  if (!lower_prefix("http://")) return fail("not an http:// URL");
-  std::string_view rest = url.substr(7);
+  const bool tls = lower_prefix("https://");
+  if (!tls && !lower_prefix("http://")) return fail("not an http:// or https:// URL");
+  std::string_view rest = url.substr(tls ? 8 : 7);
   const auto slash = rest.find_first_of("/?#");
   std::string_view authority = rest.substr(0, slash);
   std::string target = slash == std::string_view::npos ? "/" : std::string(rest.substr(slash));
@@ -69,11 +75,12 @@ bool parse_http_url(std::string_view url, http_url* out, std::string* error) {
     port = authority.substr(colon + 1);
   }
   if (host.empty()) return fail("no host");
-  if (port.empty()) port = "80";
+  if (port.empty()) port = tls ? "443" : "80";
   if (port.size() > 5 ||
       !std::all_of(port.begin(), port.end(), [](char c) { return c >= '0' && c <= '9'; }) ||
       std::stoi(std::string(port)) > 65535 || std::stoi(std::string(port)) == 0)
     return fail("bad port");
+  out->tls = tls;
   out->host = std::string(host);
   out->port = std::string(port);
   out->target = std::move(target);
@@ -125,7 +132,7 @@ class http_operation : public http_call, public std::enable_shared_from_this<htt
       return;
     }
     authority_ = url.host + ":" + url.port;
-    if (!build_request(url, &error)) {
+    if (!build_request(url, &error) || (url.tls && !start_tls(url.host, &error))) {
       asio::post(ioc_, [self = shared_from_this(), error] { self->fail(error); });
       return;
     }
@@ -155,7 +162,7 @@ class http_operation : public http_call, public std::enable_shared_from_this<htt
     request_.version(11);
     const bool v6 = url.host.find(':') != std::string::npos;
     std::string host = v6 ? "[" + url.host + "]" : url.host;
-    if (url.port != "80") host += ":" + url.port;
+    if (url.port != (url.tls ? "443" : "80")) host += ":" + url.port;
     request_.set(http::field::host, host);
     request_.set(http::field::user_agent, "tidings");
     for (const auto& [k, v] : req_.headers) request_.insert(k, v);
@@ -164,6 +171,24 @@ class http_operation : public http_call, public std::enable_shared_from_this<htt
         verb == http::verb::patch)
       request_.prepare_payload();
     return true;
+  }
+
+  // The TLS layer over the socket, told whom it must be talking to: the
+  // certificate must name `host` (a DNS name or an IP address), and SNI
+  // carries a name (never an address, RFC 6066).
+  bool start_tls(const std::string& host, std::string* error) {
+    auto context = req_.tls ? req_.tls : default_tls_client_context();
+    tls_.emplace(socket_, *context);
+    tls_context_ = std::move(context);
+    SSL* ssl = tls_->native_handle();
+    error_code not_address;
+    asio::ip::make_address(host, not_address);
+    const bool address = !not_address;
+    const bool named = address ? X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(ssl), host.c_str()) == 1
+                               : SSL_set1_host(ssl, host.c_str()) == 1 &&
+                                     SSL_set_tlsext_host_name(ssl, const_cast<char*>(host.c_str())) == 1;
+    if (!named) *error = "TLS to " + authority_ + ": cannot verify the host name " + host;
+    return named;
   }
 
   void on_resolve(const error_code& ec, const tcp::resolver::results_type& results) {
@@ -177,8 +202,35 @@ class http_operation : public http_call, public std::enable_shared_from_this<htt
   void on_connect(const error_code& ec) {
     if (finished_) return release();
     if (ec) return fail(describe("connect " + authority_, ec));
-    http::async_write(socket_, request_,
-                      [self = shared_from_this()](const error_code& e, std::size_t) { self->on_write(e); });
+    if (!tls_) return send();
+    tls_->async_handshake(asio::ssl::stream_base::client,
+                          [self = shared_from_this()](const error_code& e) { self->on_handshake(e); });
+  }
+
+  void on_handshake(const error_code& ec) {
+    if (finished_) return release();
+    if (ec && timed_out_) return fail(describe("TLS handshake with " + authority_, ec));
+    if (!ec) return send();
+    SSL* ssl = tls_->native_handle();
+    // Unverified (insecure_skip_verify), OpenSSL still records the verdict it ignored.
+    fail(tls_failure(SSL_get_verify_mode(ssl) == SSL_VERIFY_NONE ? X509_V_OK : SSL_get_verify_result(ssl),
+                     ec));
+  }
+
+  // Every read and write goes through the TLS layer when there is one.
+  template <class Step>
+  void on_stream(Step&& step) {
+    if (tls_)
+      step(*tls_);
+    else
+      step(socket_);
+  }
+
+  void send() {
+    on_stream([this](auto& stream) {
+      http::async_write(stream, request_,
+                        [self = shared_from_this()](const error_code& e, std::size_t) { self->on_write(e); });
+    });
   }
 
   void on_write(const error_code& ec) {
@@ -190,27 +242,35 @@ class http_operation : public http_call, public std::enable_shared_from_this<htt
       // Not boost::none: Beast 1.74 compares a Content-Length against an empty
       // optional as "too large".
       stream_parser_->body_limit(std::numeric_limits<std::uint64_t>::max());
-      http::async_read_header(
-          socket_, buffer_, *stream_parser_,
-          [self = shared_from_this()](const error_code& e, std::size_t) { self->on_stream_head(e); });
+      on_stream([this](auto& stream) {
+        http::async_read_header(
+            stream, buffer_, *stream_parser_,
+            [self = shared_from_this()](const error_code& e, std::size_t) { self->on_stream_head(e); });
+      });
     } else {
       parser_.emplace();
       parser_->header_limit(header_limit);
       parser_->body_limit(req_.max_body_bytes);
-      http::async_read_header(
-          socket_, buffer_, *parser_,
-          [self = shared_from_this()](const error_code& e, std::size_t) { self->on_response_head(e); });
+      on_stream([this](auto& stream) {
+        http::async_read_header(
+            stream, buffer_, *parser_,
+            [self = shared_from_this()](const error_code& e, std::size_t) { self->on_response_head(e); });
+      });
     }
   }
 
   void on_response_head(const error_code& ec) {
     if (finished_) return release();
     if (ec) return on_response(ec);
+    head_seen_ = true;
     // Beast 1.74 does not apply body_limit to a Content-Length body.
     if (const auto length = parser_->content_length(); length && *length > req_.max_body_bytes)
       return on_response(http::error::body_limit);
-    http::async_read(socket_, buffer_, *parser_,
-                     [self = shared_from_this()](const error_code& e, std::size_t) { self->on_response(e); });
+    on_stream([this](auto& stream) {
+      http::async_read(
+          stream, buffer_, *parser_,
+          [self = shared_from_this()](const error_code& e, std::size_t) { self->on_response(e); });
+    });
   }
 
   void on_response(const error_code& ec) {
@@ -232,6 +292,7 @@ class http_operation : public http_call, public std::enable_shared_from_this<htt
   void on_stream_head(const error_code& ec) {
     if (finished_) return release();
     if (ec) return fail(describe("read from " + authority_, ec));
+    head_seen_ = true;
     http_response head;
     copy_head(stream_parser_->get(), &head);
     arm_timer(req_.idle_timeout, "no data for " + std::to_string(req_.idle_timeout.count()) + " ms");
@@ -246,9 +307,11 @@ class http_operation : public http_call, public std::enable_shared_from_this<htt
     body.data = piece_.data();
     body.size = piece_.size();
     body.more = true;
-    http::async_read_some(
-        socket_, buffer_, *stream_parser_,
-        [self = shared_from_this()](const error_code& e, std::size_t) { self->on_piece(e); });
+    on_stream([this](auto& stream) {
+      http::async_read_some(
+          stream, buffer_, *stream_parser_,
+          [self = shared_from_this()](const error_code& e, std::size_t) { self->on_piece(e); });
+    });
   }
 
   void on_piece(error_code ec) {
@@ -308,7 +371,22 @@ class http_operation : public http_call, public std::enable_shared_from_this<htt
 
   std::string describe(const std::string& what, const error_code& ec) const {
     if (timed_out_) return what + ": " + timer_message_;
+    // A TLS 1.3 server refuses a client certificate (or its absence) after
+    // the client's side of the handshake is done: its alert ends the first read.
+    if (tls_ && !head_seen_ && peer_alert(ec)) return tls_failure(X509_V_OK, ec);
     return what + ": " + ec.message();
+  }
+
+  // An alert the peer sent (OpenSSL files them at SSL_AD_REASON_OFFSET and up).
+  static bool peer_alert(const error_code& ec) {
+    if (ec.category() != asio::error::get_ssl_category()) return false;
+    return ERR_GET_REASON(static_cast<unsigned long>(ec.value())) >= SSL_AD_REASON_OFFSET;
+  }
+
+  // Counted for /metrics, and worded for the source's status.
+  std::string tls_failure(long verify_result, const error_code& ec) const {
+    count_tls_failure(authority_, tls_failure_kind(verify_result));
+    return "TLS handshake with " + authority_ + " failed: " + tls_failure_reason(verify_result, ec);
   }
 
   void shut_down() {
@@ -333,11 +411,15 @@ class http_operation : public http_call, public std::enable_shared_from_this<htt
   bool streaming_ = false;
   bool finished_ = false;
   bool timed_out_ = false;
+  bool head_seen_ = false;
   std::string authority_;
   std::string timer_message_;
   std::uint64_t timer_generation_ = 0;
   tcp::resolver resolver_{ioc_};
   tcp::socket socket_{ioc_};
+  // https only. The context outlives the stream that points into it.
+  std::shared_ptr<tls_context> tls_context_;
+  std::optional<asio::ssl::stream<tcp::socket&>> tls_;
   asio::steady_timer timer_{ioc_};
   boost::beast::flat_buffer buffer_{read_buffer_limit};
   http::request<http::string_body> request_;

@@ -21,13 +21,15 @@
 
 #include <boost/asio/io_context.hpp>
 
+#include "net/tls_context.hpp"
+
 namespace tidings::net {
 
 using http_headers = std::vector<std::pair<std::string, std::string>>;
 
 struct http_request {
   std::string method = "GET";
-  std::string url;  // http://host[:port]/path?query
+  std::string url;  // http[s]://host[:port]/path?query
   http_headers headers;
   std::string body;
   // Connect, send and receive the response head within this.
@@ -36,6 +38,9 @@ struct http_request {
   std::size_t max_body_bytes = 8 * 1024 * 1024;
   // Streams: end with an error when nothing arrives for this long (0: never).
   std::chrono::milliseconds idle_timeout{0};
+  // For https:// URLs: the upstream's context (make_tls_client_context);
+  // null for default_tls_client_context(). Unused for http://.
+  std::shared_ptr<tls_context> tls;
 };
 
 struct http_response {
@@ -76,10 +81,11 @@ struct http_stream_handlers {
 std::shared_ptr<http_call> http_open_stream(boost::asio::io_context& ioc, http_request req,
                                             http_stream_handlers handlers);
 
-// "http://host:port/path?q" split; false (with *error) for anything else.
+// "http[s]://host:port/path?q" split; false (with *error) for anything else.
 struct http_url {
+  bool tls = false;  // https
   std::string host;
-  std::string port;    // "80" when absent
+  std::string port;    // "80" (http) or "443" (https) when absent
   std::string target;  // "/path?q", "/" when absent
 };
 bool parse_http_url(std::string_view url, http_url* out, std::string* error);

@@ -214,11 +214,14 @@ void on_subscribed(self_ptr self, std::uint64_t generation) {
 }
 
 // The upstream is open: from here its strategy labels this source's metrics.
-void on_opened(self_ptr self, const std::string& strategy) {
+void on_opened(self_ptr self, const std::string& strategy, bool tls_unverified) {
   auto& st = self->state;
   if (!st.strategy.empty() || st.at == phase::failed) return;
   st.strategy = strategy;
-  st.cfg.status->update([&](actors::source_info& i) { i.strategy = strategy; });
+  st.cfg.status->update([&](actors::source_info& i) {
+    i.strategy = strategy;
+    i.tls_unverified = tls_unverified;
+  });
   if (st.cfg.metrics) st.watching = std::make_unique<probe::active_watcher>(*st.cfg.metrics, strategy);
 }
 
@@ -244,7 +247,8 @@ void subscribe_upstream(self_ptr self) {
       std::string error;
       slot->up = conn->open(uri, &error);
       if (slot->up)
-        post_back(weak, [self, strategy = std::string(slot->up->strategy())] { on_opened(self, strategy); });
+        post_back(weak, [self, strategy = std::string(slot->up->strategy()),
+                         unverified = slot->up->tls_unverified()] { on_opened(self, strategy, unverified); });
       if (!slot->up) {
         post_back(weak, [self, generation, error] {
           // The connector refused the URI itself: the caller's mistake.

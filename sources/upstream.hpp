@@ -63,6 +63,9 @@ class upstream {
   // How changes reach us, for the admin view and metric labels (a fixed,
   // small set): subscribe, webhook, poll, listen, inotify or watch.
   virtual const char* strategy() const = 0;
+  // Its TLS peer is not verified (insecure_skip_verify written in the
+  // config, issue 24): shown on the source in /v1/sources.
+  virtual bool tls_unverified() const { return false; }
 
   // Starts (or restarts after `ended`) the upstream subscription. Exactly one
   // of subscribed / ended follows; after subscribed, any number of updated

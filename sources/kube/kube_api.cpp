@@ -43,6 +43,7 @@ class list_pager : public net::http_call, public std::enable_shared_from_this<li
     net::http_request req;
     req.url = config_.server + target_ + (target_.find('?') == std::string::npos ? "?" : "&") +
               "limit=" + std::to_string(config_.list_page_size);
+    req.tls = config_.tls_context;
     if (!continue_token.empty()) req.url += "&continue=" + percent_encode(continue_token);
     req.headers = kube_headers(config_);
     req.timeout = config_.request_timeout;

@@ -6,15 +6,23 @@
 
 #include <chrono>
 #include <cstddef>
+#include <memory>
 #include <string>
+
+#include "net/tls_context.hpp"
 
 namespace tidings::sources::kube {
 
 struct kube_config {
   // The URI's {context} and the connector's name "kube:{context}".
   std::string context;
-  // The API server, "http://host:port" (https is not supported yet).
+  // The API server, "https://host:port" or "http://host:port".
   std::string server;
+  // https:// only: the trust and client certificate (issue 24), and the
+  // context made from them when the config was read (null: the system store).
+  net::tls_settings tls;
+  std::shared_ptr<net::tls_context> tls_context;
+
   // Sent as "Authorization: Bearer <token>"; "" sends none. Never logged.
   std::string token;
   // Each list request (connect to the whole body) and each watch's head.

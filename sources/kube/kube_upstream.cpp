@@ -80,6 +80,7 @@ void kube_upstream::open_watch(const std::string& resource_version) {
   splitter_.reset();
   net::http_request req;
   req.url = config_.server + kube_watch_target(uri_, path_, resource_version);
+  req.tls = config_.tls_context;
   req.headers = kube_headers(config_);
   req.timeout = config_.request_timeout;
   req.idle_timeout = config_.watch_idle_timeout;

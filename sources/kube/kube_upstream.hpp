@@ -32,6 +32,7 @@ namespace tidings::sources::kube {
 class kube_upstream final : public upstream {
  public:
   const char* strategy() const override { return "watch"; }
+  bool tls_unverified() const override { return config_.tls.insecure_skip_verify; }
   kube_upstream(boost::asio::io_context& ioc, const kube_config& config, kube_uri uri, std::string path);
   ~kube_upstream() override;
 

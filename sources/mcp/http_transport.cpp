@@ -68,6 +68,7 @@ void http_transport::send_request(const json& message, const request_info& info)
   net::http_request req;
   req.method = "POST";
   req.url = cfg_.url;
+  req.tls = cfg_.tls_context;
   req.headers = base_headers(info.method, info.name);
   req.body = message.dump();
   req.timeout = cfg_.request_timeout;
@@ -192,6 +193,7 @@ void http_transport::send_notification(const json& message) {
   net::http_request req;
   req.method = "POST";
   req.url = cfg_.url;
+  req.tls = cfg_.tls_context;
   req.headers = base_headers("", "");
   req.body = message.dump();
   req.timeout = cfg_.request_timeout;
@@ -235,6 +237,7 @@ void http_transport::open_get_stream() {
   net::http_request req;
   req.method = "GET";
   req.url = cfg_.url;
+  req.tls = cfg_.tls_context;
   req.headers = {{"Accept", "text/event-stream"}};
   if (!version_.empty()) req.headers.emplace_back("MCP-Protocol-Version", version_);
   if (!session_id_.empty()) req.headers.emplace_back("Mcp-Session-Id", session_id_);
@@ -303,6 +306,7 @@ void http_transport::close() {
     net::http_request req;
     req.method = "DELETE";
     req.url = cfg_.url;
+    req.tls = cfg_.tls_context;
     req.headers = {{"Mcp-Session-Id", session_id_}};
     if (!version_.empty()) req.headers.emplace_back("MCP-Protocol-Version", version_);
     for (const auto& kv : cfg_.headers) req.headers.push_back(kv);

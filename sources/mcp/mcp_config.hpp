@@ -5,9 +5,12 @@
 #include <chrono>
 #include <cstddef>
 #include <map>
+#include <memory>
 #include <string>
 #include <utility>
 #include <vector>
+
+#include "net/tls_context.hpp"
 
 namespace tidings::sources::mcp {
 
@@ -19,8 +22,8 @@ enum class transport_kind { stdio, http };
 // own process group, with the node's environment plus `env`, in `cwd` (empty:
 // the node's working directory), and speaks one JSON message per line; the
 // server's stderr lines are logged. With transport http Tidings POSTs to
-// `url` (Streamable HTTP, http:// only, as the shared HTTP client supports),
-// adding `headers` (e.g. Authorization) to every request. Every request is
+// `url` (Streamable HTTP, http:// or https://), adding `headers` (e.g.
+// Authorization) to every request. Every request is
 // bounded by `request_timeout`; every line or body by `max_message_bytes`.
 // The protocol era (2026-07-28 or a legacy initialize-based version) is not
 // configured: it is probed with server/discover on every (re)connection.
@@ -34,6 +37,10 @@ struct mcp_config {
   // http
   std::string url;
   std::vector<std::pair<std::string, std::string>> headers;
+  // https:// only: the trust and client certificate (issue 24), and the
+  // context made from them when the config was read (null: the system store).
+  net::tls_settings tls;
+  std::shared_ptr<net::tls_context> tls_context;
   // both
   std::chrono::milliseconds request_timeout{30000};
   std::size_t max_message_bytes = 16 * 1024 * 1024;

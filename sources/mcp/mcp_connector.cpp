@@ -8,7 +8,9 @@
 namespace tidings::sources::mcp {
 
 mcp_connector::mcp_connector(boost::asio::io_context& ioc, mcp_config cfg)
-    : name_(cfg.name), session_(std::make_shared<mcp_session>(ioc, std::move(cfg))) {}
+    : name_(cfg.name),
+      tls_unverified_(cfg.tls.insecure_skip_verify),
+      session_(std::make_shared<mcp_session>(ioc, std::move(cfg))) {}
 
 mcp_connector::~mcp_connector() {
   stop();
@@ -40,7 +42,7 @@ std::unique_ptr<upstream> mcp_connector::open(const std::string& uri, std::strin
     if (error) *error = name_ + ": not a URI: " + uri;
     return nullptr;
   }
-  return std::make_unique<mcp_upstream>(session_, uri);
+  return std::make_unique<mcp_upstream>(session_, uri, tls_unverified_);
 }
 
 void mcp_connector::read(const std::string& uri, std::function<void(read_outcome)> done) {

@@ -42,6 +42,7 @@ class mcp_connector final : public connector {
 
  private:
   std::string name_;
+  bool tls_unverified_;  // insecure_skip_verify: shown on every source it serves
   std::shared_ptr<mcp_session> session_;
   std::vector<resource_info> resources_;
   bool subscribable_ = false;

@@ -14,8 +14,9 @@ namespace tidings::sources::mcp {
 class mcp_upstream : public upstream {
  public:
   const char* strategy() const override { return "subscribe"; }
-  mcp_upstream(std::shared_ptr<mcp_session> session, std::string uri)
-      : session_(std::move(session)), uri_(std::move(uri)) {}
+  bool tls_unverified() const override { return tls_unverified_; }
+  mcp_upstream(std::shared_ptr<mcp_session> session, std::string uri, bool tls_unverified)
+      : session_(std::move(session)), uri_(std::move(uri)), tls_unverified_(tls_unverified) {}
   ~mcp_upstream() override { close(); }
 
   void subscribe(handlers h) override;
@@ -27,6 +28,7 @@ class mcp_upstream : public upstream {
  private:
   std::shared_ptr<mcp_session> session_;
   std::string uri_;
+  bool tls_unverified_;
   mcp_session::watch_id watch_ = 0;
   // Callbacks check it, so none runs after close() (reads in flight included).
   std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);

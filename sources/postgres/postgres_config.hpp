@@ -6,8 +6,32 @@
 #include <chrono>
 #include <cstddef>
 #include <string>
+#include <utility>
+#include <vector>
+
+#include "net/tls_context.hpp"
 
 namespace tidings::sources::postgres {
+
+using libpq_keywords = std::vector<std::pair<std::string, std::string>>;
+
+// The TLS settings every other upstream takes (issue 24), in libpq's words:
+// ca_file as sslrootcert, client_cert and client_key as sslcert and sslkey,
+// and with any of them sslmode verify-full (the chain and the host name
+// checked, never a fall back to plaintext); insecure_skip_verify alone as
+// sslmode require (encrypted, nobody checked). They override the same
+// keywords in the connection string: a weaker sslmode there cannot undo them.
+inline libpq_keywords libpq_tls_keywords(const net::tls_settings& tls) {
+  libpq_keywords out;
+  if (!tls.ca_file.empty()) out.emplace_back("sslrootcert", tls.ca_file);
+  if (!tls.client_cert.empty()) out.emplace_back("sslcert", tls.client_cert);
+  if (!tls.client_key.empty()) out.emplace_back("sslkey", tls.client_key);
+  if (tls.insecure_skip_verify)
+    out.emplace_back("sslmode", "require");
+  else if (tls.any())
+    out.emplace_back("sslmode", "verify-full");
+  return out;
+}
 
 struct postgres_config {
   // Names the database in URIs, pg://{name}/{channel}; the connector itself
@@ -26,6 +50,8 @@ struct postgres_config {
   // (keepalives_idle=30 keepalives_interval=10 keepalives_count=3), so a
   // vanished server ends the subscription within about a minute.
   std::string conninfo;
+  // ca_file, client_cert, client_key, insecure_skip_verify (libpq_tls_keywords).
+  net::tls_settings tls;
 
   // Where an event's path comes from: "" = the channel name; a name = that
   // top-level field of a JSON object payload; "/a/b" = a JSON pointer into the

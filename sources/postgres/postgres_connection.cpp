@@ -44,8 +44,9 @@ postgres_connection::~postgres_connection() {
   close();
 }
 
-void postgres_connection::connect(const std::string& conninfo, std::chrono::milliseconds deadline,
-                                  done_fn done) {
+void postgres_connection::connect(const std::string& conninfo,
+                                  const std::vector<std::pair<std::string, std::string>>& overrides,
+                                  std::chrono::milliseconds deadline, done_fn done) {
   pending_ = std::move(done);
   phase_ = phase::connecting;
   deadline_length_ = deadline;
@@ -74,14 +75,24 @@ void postgres_connection::connect(const std::string& conninfo, std::chrono::mill
   // A LISTEN connection is idle for hours: without keepalives a server that
   // vanished behind a dead network would never end it (the kernel default
   // probes after 2 h). Defaults only; the connection string overrides them.
-  static constexpr std::pair<const char*, const char*> defaults[] = {{"fallback_application_name", "tidings"},
-                                                                     {"keepalives_idle", "30"},
-                                                                     {"keepalives_interval", "10"},
-                                                                     {"keepalives_count", "3"}};
-  for (const auto& [keyword, value] : defaults) {
+  static constexpr std::pair<const char*, const char*> keepalives[] = {
+      {"fallback_application_name", "tidings"},
+      {"keepalives_idle", "30"},
+      {"keepalives_interval", "10"},
+      {"keepalives_count", "3"}};
+  for (const auto& [keyword, value] : keepalives) {
     if (given(keyword)) continue;
     keys.push_back(keyword);
     values.push_back(value);
+  }
+  for (const auto& [keyword, value] : overrides) {
+    const auto at = std::find(keys.begin(), keys.end(), std::string_view(keyword));
+    if (at != keys.end()) {
+      values[static_cast<std::size_t>(at - keys.begin())] = value.c_str();
+      continue;
+    }
+    keys.push_back(keyword.c_str());
+    values.push_back(value.c_str());
   }
   keys.push_back(nullptr);
   values.push_back(nullptr);

@@ -56,7 +56,9 @@ class postgres_connection {
   // connection is up or libpq's error message (trimmed). `deadline` bounds
   // connect and every execute() until watch(); past it the pending request
   // fails with "timed out after N ms".
-  void connect(const std::string& conninfo, std::chrono::milliseconds deadline, done_fn done);
+  // `overrides` replace the same keywords of the string, or are added (TLS settings).
+  void connect(const std::string& conninfo, const std::vector<std::pair<std::string, std::string>>& overrides,
+               std::chrono::milliseconds deadline, done_fn done);
 
   // Quotes an identifier for SQL (PQescapeIdentifier); "" with *error set
   // when libpq refuses it. Only once connected.

@@ -24,7 +24,7 @@ void postgres_connector::start(std::function<void(std::string error)> done) {
   start_waiters_.push_back(std::move(done));
   if (start_waiters_.size() > 1) return;  // one probe answers every waiter
   probe_ = std::make_unique<postgres_connection>(io_);
-  probe_->connect(config_->conninfo, config_->connect_timeout,
+  probe_->connect(config_->conninfo, libpq_tls_keywords(config_->tls), config_->connect_timeout,
                   [this](const std::string& error) { finish_start(error); });
 }
 

@@ -31,7 +31,7 @@ void postgres_upstream::subscribe(handlers h) {
   handlers_ = std::move(h);
   if (conn_) conn_->close();  // a subscribe while one is running starts over
   conn_ = std::make_unique<postgres_connection>(io_);
-  conn_->connect(config_->conninfo, config_->connect_timeout,
+  conn_->connect(config_->conninfo, libpq_tls_keywords(config_->tls), config_->connect_timeout,
                  [this](std::string error) { on_connected(std::move(error)); });
 }
 

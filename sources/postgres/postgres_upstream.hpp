@@ -36,6 +36,7 @@ using upstream_registry = std::unordered_set<postgres_upstream*>;
 class postgres_upstream final : public upstream {
  public:
   const char* strategy() const override { return "listen"; }
+  bool tls_unverified() const override { return config_->tls.insecure_skip_verify; }
   postgres_upstream(boost::asio::io_context& io, std::shared_ptr<const postgres_config> config,
                     std::string channel, std::weak_ptr<upstream_registry> registry = {});
   ~postgres_upstream() override;

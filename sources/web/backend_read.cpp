@@ -10,6 +10,7 @@ std::shared_ptr<net::http_call> read_backend(boost::asio::io_context& ioc,
   const auto& b = *resource.backend;
   net::http_request req;
   req.url = b.url;
+  req.tls = b.tls_context;
   req.headers = b.headers;
   req.timeout = b.timeout;
   req.max_body_bytes = b.max_body_bytes;

@@ -6,6 +6,7 @@
 // read (an HTTP GET whose body is the resource's state).
 
 #include <chrono>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -15,8 +16,13 @@
 namespace tidings::sources::web {
 
 struct backend_config {
-  std::string url;  // http://host:port/path
+  std::string url;  // http[s]://host:port/path
   net::http_headers headers;
+  // https:// only: the trust and client certificate (issue 24), and the
+  // context made from them when the config was read (null: the system store).
+  net::tls_settings tls;
+  std::shared_ptr<net::tls_context> tls_context;
+
   std::vector<int> expected_status_codes = {
       200};  // others fail the read (404 may be listed: a delete as a change)
   std::chrono::milliseconds timeout{10000};

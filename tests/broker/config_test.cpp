@@ -17,6 +17,8 @@
 #include <unistd.h>
 
 #include "tests/support/build_paths.hpp"
+#include "tests/support/test_pki.hpp"
+#include "tests/support/tidingsd_process.hpp"
 
 using namespace tidings::broker;
 using tidings::logging::level;
@@ -324,9 +326,8 @@ TEST_CASE("a cluster registers in etcd: etcd, etcd-prefix and member-lease-secon
   CHECK(parse_error({"--cluster-listen", "127.0.0.1:7100", "--cluster-secret-file", secret_file()})
             .find("a cluster needs etcd") != std::string::npos);
   CHECK(parse_error({"--etcd", "http://127.0.0.1:2379"}).find("needs cluster-listen") != std::string::npos);
-  CHECK(parse_error({"--etcd", "https://127.0.0.1:2379"}).find("TLS to etcd is not supported yet") !=
+  CHECK(parse_error({"--etcd", "127.0.0.1:2379"}).find("must be http://HOST:PORT or https://HOST:PORT") !=
         std::string::npos);
-  CHECK(parse_error({"--etcd", "127.0.0.1:2379"}).find("must be http://HOST:PORT") != std::string::npos);
   CHECK(parse_error({"--etcd", " , "}).find("at least one etcd endpoint") != std::string::npos);
   CHECK(parse_error({"--etcd-prefix", "tidings"}).find("must start with '/'") != std::string::npos);
   CHECK(parse_error({"--member-lease-seconds", "0"}).find("member-lease-seconds") != std::string::npos);
@@ -335,6 +336,37 @@ TEST_CASE("a cluster registers in etcd: etcd, etcd-prefix and member-lease-secon
   CHECK(seeds.find("--etcd") != std::string::npos);
   temp_file file("seeds: 127.0.0.1:7101\n");
   CHECK(parse_error({"--config", file.path()}).find("seeds: no longer exists") != std::string::npos);
+}
+
+TEST_CASE("etcd over https: its CA and client certificate, checked at start, for https:// members only",
+          "[config][cluster]") {
+  tidings::testing::temp_dir dir;
+  tidings::testing::test_ca ca(dir.path().string(), "etcd");
+  const auto client = ca.issue(
+      "node", {"node-1", {}, -std::chrono::hours(1), std::chrono::hours(1), tidings::testing::usage::client});
+  const std::vector<std::string> cluster = {"--cluster-listen", "127.0.0.1:7100", "--cluster-secret-file",
+                                            secret_file()};
+  auto with = [&](std::vector<std::string> more) {
+    more.insert(more.begin(), cluster.begin(), cluster.end());
+    return more;
+  };
+  auto c = parsed(with({"--etcd", "https://127.0.0.1:2379", "--etcd-ca-file", ca.files().cert,
+                        "--etcd-client-cert", client.cert, "--etcd-client-key", client.key}));
+  CHECK(c.etcd_endpoints == std::vector<std::string>{"https://127.0.0.1:2379"});
+  CHECK(c.etcd_tls.client_key == client.key);
+  CHECK(c.etcd_tls_context != nullptr);
+  // https:// without settings: the system store.
+  CHECK(parsed(with({"--etcd", "https://127.0.0.1:2379"})).etcd_tls_context == nullptr);
+  CHECK(
+      parse_error(with({"--etcd", "http://127.0.0.1:2379", "--etcd-ca-file", ca.files().cert}))
+          .find("etcd-ca-file, etcd-client-cert and etcd-client-key apply to https:// etcd endpoints only") !=
+      std::string::npos);
+  CHECK(parse_error(with({"--etcd", "https://127.0.0.1:2379", "--etcd-client-cert", client.cert}))
+            .find("etcd-client-cert and etcd-client-key go together") != std::string::npos);
+  CHECK(parse_error(with({"--etcd", "https://127.0.0.1:2379", "--etcd-ca-file", "/nonexistent.pem"}))
+            .find("etcd-ca-file /nonexistent.pem: cannot be read") != std::string::npos);
+  CHECK(parse_error(with({"--etcd", "https://127.0.0.1:2379,http://127.0.0.2:2379"}))
+            .find("mixes http:// and https:// members") != std::string::npos);
 }
 
 TEST_CASE("idempotency-hours defaults to a day and takes 1 h to a year", "[config]") {
@@ -395,4 +427,89 @@ TEST_CASE(
   CHECK(parsed({"--config", file.path()}).cluster_secret == std::string(40, 'f'));
   file.write("cluster-listen: 127.0.0.1:7100\netcd: http://127.0.0.1:2379\ncluster-secret: short\n");
   CHECK(parse_error({"--config", file.path()}).find("cluster-secret: holds 5 bytes") != std::string::npos);
+}
+
+TEST_CASE(
+    "upstreams' TLS settings: https:// only, their files checked at start, unverified only when written",
+    "[config]") {
+  tidings::testing::temp_dir dir;
+  tidings::testing::test_ca ca(dir.path().string(), "upstreams");
+  const auto client = ca.issue(
+      "client",
+      {"node-1", {}, -std::chrono::hours(1), std::chrono::hours(1), tidings::testing::usage::client});
+  const std::string ca_file = ca.files().cert;
+  auto mcp = [](const std::string& settings) {
+    return "upstreams:\n  mcp:\n    remote: {" + settings + "}\n";
+  };
+  temp_file file(mcp("url: https://mcp.example.test/mcp, ca_file: " + ca_file +
+                     ", client_cert: " + client.cert + ", client_key: " + client.key));
+  auto running = parsed({"--config", file.path()});
+  REQUIRE(running.upstreams.mcp.size() == 1);
+  CHECK(running.upstreams.mcp[0].tls.ca_file == ca_file);
+  CHECK(running.upstreams.mcp[0].tls_context != nullptr);  // made once, here
+  // A new CA is a changed connector on reload.
+  file.write(mcp("url: https://mcp.example.test/mcp, ca_file: " + client.cert +
+                 ", client_cert: " + client.cert + ", client_key: " + client.key));
+  CHECK(plan_for(running, file.path()).upstream_changes.changed == std::vector<std::string>{"remote"});
+  // No settings: the shared context of the system store.
+  file.write(mcp("url: https://mcp.example.test/mcp"));
+  CHECK(parsed({"--config", file.path()}).upstreams.mcp[0].tls_context == nullptr);
+
+  auto error_of = [&](const std::string& yaml) {
+    file.write(yaml);
+    return parse_error({"--config", file.path()});
+  };
+  const std::string only_https =
+      "ca_file, client_cert, client_key and insecure_skip_verify apply to an https:// url only";
+  CHECK(error_of(mcp("url: http://mcp.example.test/mcp, ca_file: " + ca_file))
+            .ends_with("upstreams.mcp.remote: " + only_https));
+  CHECK(error_of(mcp("command: [node, s.js], insecure_skip_verify: true"))
+            .ends_with("upstreams.mcp.remote: " + only_https));
+  CHECK(error_of(mcp("url: https://h/mcp, ca_file: /nonexistent/ca.pem"))
+            .ends_with("upstreams.mcp.remote: ca_file /nonexistent/ca.pem: cannot be read"));
+  CHECK(
+      error_of(mcp("url: https://h/mcp, client_cert: " + client.cert))
+          .ends_with("upstreams.mcp.remote: client_cert and client_key go together (mutual TLS needs both)"));
+  CHECK(error_of(mcp("url: https://h/mcp, insecure_skip_verify: yes"))
+            .ends_with("upstreams.mcp.remote.insecure_skip_verify: must be true or false"));
+  CHECK(
+      error_of(mcp("url: https://h/mcp, insecure_skip_verify: true, ca_file: " + ca_file))
+          .ends_with(
+              "upstreams.mcp.remote: insecure_skip_verify checks nothing, so ca_file would be ignored: keep "
+              "one of them"));
+  CHECK(error_of("upstreams:\n  kube:\n    prod: {server: \"http://10.0.0.1:8080\", ca_file: " + ca_file +
+                 "}\n")
+            .ends_with(
+                "upstreams.kube.prod: ca_file, client_cert, client_key and insecure_skip_verify apply to an "
+                "https:// server only"));
+
+  file.write(
+      "upstreams:\n"
+      "  kube:\n"
+      "    prod: {server: \"https://10.0.0.1:6443\", ca_file: " +
+      ca_file +
+      "}\n"
+      "  postgres:\n"
+      "    app: {conninfo: \"host=db.internal dbname=app\", ca_file: " +
+      ca_file + ", client_cert: " + client.cert + ", client_key: " + client.key +
+      "}\n"
+      "    lab: {conninfo: \"host=lab dbname=x\", insecure_skip_verify: true}\n"
+      "  resources:\n"
+      "    - uri: drive://reports\n"
+      "      backend: {url: \"https://127.0.0.1:9/r\", insecure_skip_verify: true}\n"
+      "      watch: {strategy: {type: poll, interval_ms: 60000}}\n");
+  const auto all = parsed({"--config", file.path()}).upstreams;
+  REQUIRE(all.kube.size() == 1);
+  CHECK(all.kube[0].tls_context != nullptr);
+  REQUIRE(all.postgres.size() == 2);
+  using keywords = tidings::sources::postgres::libpq_keywords;
+  CHECK(tidings::sources::postgres::libpq_tls_keywords(all.postgres[0].tls) ==
+        keywords{{"sslrootcert", ca_file},
+                 {"sslcert", client.cert},
+                 {"sslkey", client.key},
+                 {"sslmode", "verify-full"}});
+  CHECK(tidings::sources::postgres::libpq_tls_keywords(all.postgres[1].tls) ==
+        keywords{{"sslmode", "require"}});
+  REQUIRE(all.web.resources.size() == 1);
+  CHECK(all.web.resources[0].backend->tls.insecure_skip_verify);
 }

@@ -12,6 +12,8 @@
 #include "net/base64.hpp"
 #include "tests/net/run_loop.hpp"
 #include "tests/support/etcd_cluster.hpp"
+#include "tests/support/test_pki.hpp"
+#include "tests/support/tidingsd_process.hpp"
 
 namespace tidings::net {
 namespace {
@@ -288,6 +290,55 @@ TEST_CASE(
   auto nowhere = etcd_client::make(ioc, {"http://127.0.0.1:1"}, 500ms);
   auto refused = await_call<std::int64_t>(ioc, [&](auto cb) { nowhere->put("/x", "y", 0, cb); });
   CHECK_THAT(*refused.error, Catch::Contains("http://127.0.0.1:1"));
+}
+
+}  // namespace tidings::net
+
+namespace tidings::net {
+
+TEST_CASE("etcd over https with client certificates: calls and watches pass, a client without one is refused",
+          "[etcd][https]") {
+  testing::temp_dir dir;
+  testing::test_ca ca(dir.path().string(), "etcd");
+  // etcd's gateway calls its own gRPC port with this certificate too.
+  const auto server = ca.issue("etcd", {"etcd",
+                                        {"IP:127.0.0.1"},
+                                        -std::chrono::hours(1),
+                                        std::chrono::hours(1),
+                                        testing::usage::server_and_client});
+  const auto client = ca.issue(
+      "node",
+      {"tidings-node", {}, -std::chrono::hours(1), std::chrono::hours(1), tidings::testing::usage::client});
+  etcd_cluster secured(1, testing::etcd_tls{server.cert, server.key, ca.files().cert});
+  REQUIRE(secured.client_urls().at(0).rfind("https://127.0.0.1:", 0) == 0);
+  boost::asio::io_context ioc;
+  std::string error;
+  auto context = make_tls_client_context({ca.files().cert, client.cert, client.key, false}, &error);
+  REQUIRE(context);
+  auto etcd = etcd_client::make(ioc, secured.client_urls(), 2000ms, context);
+  std::vector<etcd_event> seen;
+  etcd_watch_handlers h;
+  h.events = [&](const std::vector<etcd_event>& events, std::int64_t) {
+    seen.insert(seen.end(), events.begin(), events.end());
+  };
+  auto watch = etcd->watch("/tls/", etcd_prefix_end("/tls/"), 0, h);
+  auto put = await_call<std::int64_t>(ioc, [&](auto cb) { etcd->put("/tls/k", "sealed", 0, cb); });
+  REQUIRE(*put.error == "");
+  REQUIRE(run_until(ioc, [&] { return !seen.empty(); }));
+  CHECK(seen[0].kv.value == "sealed");
+  watch->cancel();
+
+  // Writes, which are not retried: the first attempt's error is the answer.
+  // Trusting etcd but holding no certificate of its CA: refused.
+  auto anonymous = etcd_client::make(ioc, secured.client_urls(), 2000ms,
+                                     make_tls_client_context({ca.files().cert, "", "", false}, &error));
+  auto refused = await_call<std::int64_t>(ioc, [&](auto cb) { anonymous->put("/tls/k", "no", 0, cb); });
+  CHECK(refused.error->find("failed: handshake refused (") != std::string::npos);
+  // Not trusting etcd's CA: refused on our side, saying why, and known not applied.
+  auto doubting = etcd_client::make(ioc, secured.client_urls(), 2000ms);
+  auto unknown = await_call<std::int64_t>(ioc, [&](auto cb) { doubting->put("/tls/k", "no", 0, cb); });
+  CHECK(unknown.error->find("failed: unknown CA (") != std::string::npos);
+  CHECK(unknown.error->find("may have been applied") == std::string::npos);
 }
 
 }  // namespace tidings::net

@@ -44,9 +44,15 @@ TEST_CASE("net::parse_http_url splits host, port and target", "[http]") {
   REQUIRE(net::parse_http_url("http://[::1]:9/x", &u, &error));
   CHECK(u.host == "::1");
   CHECK(u.port == "9");
-  CHECK_FALSE(net::parse_http_url("https://h/", &u, &error));
-  CHECK(error == "https is not supported");
+  CHECK_FALSE(u.tls);
+  REQUIRE(net::parse_http_url("HTTPS://h/x", &u, &error));
+  CHECK(u.tls);
+  CHECK(u.port == "443");
+  CHECK(u.target == "/x");
+  REQUIRE(net::parse_http_url("https://h:8443", &u, &error));
+  CHECK(u.port == "8443");
   CHECK_FALSE(net::parse_http_url("ftp://h/", &u, &error));
+  CHECK(error == "not an http:// or https:// URL");
   CHECK_FALSE(net::parse_http_url("http://h:99999/", &u, &error));
   CHECK_FALSE(net::parse_http_url("http://:80/", &u, &error));
 }
@@ -178,15 +184,15 @@ TEST_CASE("net::http_fetch reports a refused connection", "[http]") {
   CHECK(result->error.find("refused") != std::string::npos);
 }
 
-TEST_CASE("net::http_fetch refuses https and never calls back synchronously", "[http]") {
+TEST_CASE("net::http_fetch refuses a URL it cannot speak and never calls back synchronously", "[http]") {
   boost::asio::io_context ioc;
   std::optional<net::http_result> result;
   net::http_request req;
-  req.url = "https://127.0.0.1/";
+  req.url = "ws://127.0.0.1/";
   net::http_fetch(ioc, req, [&](net::http_result r) { result = std::move(r); });
   CHECK_FALSE(result.has_value());
   REQUIRE(run_until(ioc, [&] { return result.has_value(); }));
-  CHECK(result->error == "https is not supported");
+  CHECK(result->error == "not an http:// or https:// URL");
 }
 
 TEST_CASE("net::http_fetch completes after the caller drops its reference", "[http]") {

@@ -23,7 +23,7 @@ std::string url(int port) {
 
 }  // namespace
 
-etcd_cluster::etcd_cluster(int members) {
+etcd_cluster::etcd_cluster(int members, std::optional<etcd_tls> tls) : tls_(std::move(tls)) {
   const char* env = std::getenv("TIDINGS_ETCD");
   binary_ = env && *env ? env : "/usr/bin/etcd";
   if (!fs::exists(binary_))
@@ -43,6 +43,7 @@ etcd_cluster::etcd_cluster(int members) {
       m.name = "m" + std::to_string(i);
       m.client_port = pick_loopback_port();
       m.peer_port = pick_loopback_port();
+      if (tls_) m.metrics_port = pick_loopback_port();
     }
     for (int i = 0; i < members; ++i) launch(i);
     bool healthy = true;
@@ -66,7 +67,7 @@ etcd_cluster::~etcd_cluster() {
 
 std::vector<std::string> etcd_cluster::client_urls() const {
   std::vector<std::string> out;
-  for (const auto& m : members_) out.push_back(url(m.client_port));
+  for (const auto& m : members_) out.push_back(client_url(m));
   return out;
 }
 
@@ -74,6 +75,10 @@ std::string etcd_cluster::endpoints() const {
   std::string out;
   for (const auto& u : client_urls()) out += (out.empty() ? "" : ",") + u;
   return out;
+}
+
+std::string etcd_cluster::client_url(const member& m) const {
+  return tls_ ? "https://127.0.0.1:" + std::to_string(m.client_port) : url(m.client_port);
 }
 
 void etcd_cluster::launch(int index) {
@@ -87,9 +92,9 @@ void etcd_cluster::launch(int index) {
                                    "--data-dir",
                                    dir_ + "/" + m.name,
                                    "--listen-client-urls",
-                                   url(m.client_port),
+                                   client_url(m),
                                    "--advertise-client-urls",
-                                   url(m.client_port),
+                                   client_url(m),
                                    "--listen-peer-urls",
                                    url(m.peer_port),
                                    "--initial-advertise-peer-urls",
@@ -108,6 +113,12 @@ void etcd_cluster::launch(int index) {
                                    "warn"};
   // Idle watches hear from etcd every second, not every ten minutes.
   argv.insert(argv.end(), {"--experimental-watch-progress-notify-interval", "1s"});
+  if (tls_) {
+    argv.insert(argv.end(), {"--cert-file", tls_->cert, "--key-file", tls_->key, "--listen-metrics-urls",
+                             url(m.metrics_port)});
+    if (!tls_->client_ca.empty())
+      argv.insert(argv.end(), {"--client-cert-auth", "--trusted-ca-file", tls_->client_ca});
+  }
   m.pid = spawn_logged(argv, dir_ + "/" + m.name + ".log", dir_);
   m.paused = false;
 }
@@ -119,8 +130,9 @@ bool etcd_cluster::await_healthy(int index, std::string* why) {
   const auto deadline = std::chrono::steady_clock::now() + 20s;
   for (;;) {
     try {
-      const auto r = client::request({"127.0.0.1", static_cast<std::uint16_t>(m.client_port)}, "GET",
-                                     "/health", {}, {}, 500ms);
+      const int port = tls_ ? m.metrics_port : m.client_port;
+      const auto r =
+          client::request({"127.0.0.1", static_cast<std::uint16_t>(port)}, "GET", "/health", {}, {}, 500ms);
       if (r.status == 200 && r.body.find("\"true\"") != std::string::npos) return true;
     } catch (const client::transport_error&) {
       // not listening yet

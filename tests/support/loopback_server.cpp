@@ -1,12 +1,9 @@
 #include "tests/support/loopback_server.hpp"
 
-#include <cctype>
 #include <cstdio>
 #include <memory>
 
 #include <boost/asio/connect.hpp>
-#include <boost/asio/read.hpp>
-#include <boost/asio/read_until.hpp>
 #include <boost/asio/write.hpp>
 
 namespace tidings::testing {
@@ -68,20 +65,7 @@ void loopback_server::accept_loop() {
 }
 
 std::string read_request(tcp_socket& s) {
-  std::string buf;
-  boost::system::error_code ec;
-  const auto head_len = net::read_until(s, net::dynamic_buffer(buf), "\r\n\r\n", ec);
-  if (ec) return {};
-  std::string lower = buf.substr(0, head_len);
-  for (auto& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  std::size_t length = 0;
-  if (const auto at = lower.find("\r\ncontent-length:"); at != std::string::npos) {
-    length = std::stoul(lower.substr(at + 17));
-  }
-  if (buf.size() < head_len + length) {
-    net::read(s, net::dynamic_buffer(buf), net::transfer_exactly(head_len + length - buf.size()), ec);
-  }
-  return buf;
+  return read_http_request(s);
 }
 
 void write_all(tcp_socket& s, const std::string& bytes) {

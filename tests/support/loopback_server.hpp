@@ -5,6 +5,7 @@
 // plain blocking asio, so each test says byte for byte what the server does.
 
 #include <atomic>
+#include <cctype>
 #include <chrono>
 #include <functional>
 #include <future>
@@ -15,6 +16,8 @@
 
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/read.hpp>
+#include <boost/asio/read_until.hpp>
 
 #include "client/http_client.hpp"
 
@@ -51,6 +54,23 @@ class loopback_server {
 
 // Reads one request (head and Content-Length body); empty when the peer closed.
 std::string read_request(tcp_socket& s);
+// The same from any blocking stream (a TLS stream, tests/support/tls_loopback_server.hpp).
+template <class SyncStream>
+std::string read_http_request(SyncStream& s) {
+  namespace asio = boost::asio;
+  std::string buf;
+  boost::system::error_code ec;
+  const auto head_len = asio::read_until(s, asio::dynamic_buffer(buf), "\r\n\r\n", ec);
+  if (ec) return {};
+  std::string lower = buf.substr(0, head_len);
+  for (auto& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  std::size_t length = 0;
+  if (const auto at = lower.find("\r\ncontent-length:"); at != std::string::npos)
+    length = std::stoul(lower.substr(at + 17));
+  if (buf.size() < head_len + length)
+    asio::read(s, asio::dynamic_buffer(buf), asio::transfer_exactly(head_len + length - buf.size()), ec);
+  return buf;
+}
 // Errors are ignored: a client under test may have hung up on purpose.
 void write_all(tcp_socket& s, const std::string& bytes);
 // Blocks until the peer closes its side.

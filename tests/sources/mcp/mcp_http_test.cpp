@@ -8,7 +8,10 @@
 
 #include <nlohmann/json.hpp>
 
+#include "net/tls_context.hpp"
 #include "tests/sources/mcp/mcp_test_support.hpp"
+#include "tests/support/test_pki.hpp"
+#include "tests/support/tidingsd_process.hpp"
 
 using namespace tidings::sources;
 using namespace tidings::sources::mcp;
@@ -21,6 +24,20 @@ const resource_info* find(const std::vector<resource_info>& list, const std::str
   for (const auto& r : list)
     if (r.uri == uri) return &r;
   return nullptr;
+}
+
+// Subscribes to server-everything's architecture document, waits for an
+// update (unsolicited, on the legacy GET stream), reads it, and stops.
+void watch_document(boost::asio::io_context& ioc, mcp_connector& c, const std::string& doc) {
+  auto up = c.open(doc, nullptr);
+  REQUIRE(up);
+  watch_log w;
+  subscribe_until_updated(ioc, c, *up, w);
+  auto r = read_now(ioc, [&](auto done) { up->read(done); });
+  REQUIRE(r.result);
+  CHECK(r.result->text.find("Architecture") != std::string::npos);
+  up->close();
+  CHECK(call_tool(ioc, c, "toggle-subscriber-updates").ok());
 }
 
 }  // namespace
@@ -37,19 +54,7 @@ TEST_CASE("everything over Streamable HTTP (legacy): session, GET stream, update
   REQUIRE(find(list, doc));
   CHECK(find(list, doc)->subscribable);
 
-  auto up = c.open(doc, nullptr);
-  watch_log w;
-  up->subscribe(w.handlers());
-  REQUIRE(run_until(ioc, [&] { return w.subscribed == 1 || w.ended; }));
-  REQUIRE(w.subscribed == 1);
-  CHECK(call_tool(ioc, c, "toggle-subscriber-updates").ok());
-  // Unsolicited updates arrive on the GET stream.
-  REQUIRE(run_until(ioc, [&] { return w.updated >= 1; }));
-  auto r = read_now(ioc, [&](auto done) { up->read(done); });
-  REQUIRE(r.result);
-  CHECK(r.result->text.find("Architecture") != std::string::npos);
-  up->close();
-  CHECK(call_tool(ioc, c, "toggle-subscriber-updates").ok());
+  watch_document(ioc, c, doc);
 
   auto missing = read_now(ioc, [&](auto done) { c.read("demo://nope", done); });
   CHECK_FALSE(missing.result);
@@ -59,6 +64,35 @@ TEST_CASE("everything over Streamable HTTP (legacy): session, GET stream, update
   c.stop();
   // The legacy session ends with DELETE, which the server logs.
   CHECK(server.await_line("session termination", before));
+}
+
+TEST_CASE("everything over HTTPS: verified against the CA file, and refused without it, naming why",
+          "[mcp]") {
+  require_servers();
+  tidings::testing::temp_dir dir;
+  tidings::testing::test_ca ca(dir.path().string(), "mcp");
+  const auto leaf = ca.issue("localhost", {"localhost", {"DNS:localhost"}});
+  boost::asio::io_context ioc;
+  http_server server(ioc, {"node", servers_dir() + "/everything-http.mjs"},
+                     {{"TIDINGS_TLS_CERT", leaf.cert}, {"TIDINGS_TLS_KEY", leaf.key}});
+  REQUIRE(server.url().rfind("https://localhost:", 0) == 0);
+  {
+    // The system store does not know the test's CA.
+    mcp_connector refused(ioc, http_config("remote", server.url()));
+    const auto error = start_outcome(ioc, refused);
+    CHECK(error.find("TLS handshake with localhost:") != std::string::npos);
+    CHECK(error.find("failed: unknown CA (") != std::string::npos);
+    refused.stop();
+  }
+  auto cfg = http_config("remote", server.url());
+  cfg.tls.ca_file = ca.files().cert;
+  std::string error;
+  cfg.tls_context = tidings::net::make_tls_client_context(cfg.tls, &error);
+  REQUIRE(cfg.tls_context);
+  mcp_connector c(ioc, cfg);
+  start_connector(ioc, c);
+  watch_document(ioc, c, "demo://resource/static/document/architecture.md");
+  c.stop();
 }
 
 TEST_CASE("2026-07-28 over Streamable HTTP: listen stream, updates, cancel by closing", "[mcp]") {

@@ -147,11 +147,7 @@ TEST_CASE("everything over stdio: templates, subscribe, toggle-subscriber-update
 
   auto up = c.open(doc, nullptr);
   watch_log w;
-  up->subscribe(w.handlers());
-  REQUIRE(run_until(ioc, [&] { return w.subscribed == 1 || w.ended; }));
-  REQUIRE(w.subscribed == 1);
-  CHECK(call_tool(ioc, c, "toggle-subscriber-updates").ok());
-  REQUIRE(run_until(ioc, [&] { return w.updated >= 1; }));
+  subscribe_until_updated(ioc, c, *up, w);
   auto r = read_now(ioc, [&](auto done) { up->read(done); });
   REQUIRE(r.result);
   CHECK(r.result->mime_type == "text/markdown");

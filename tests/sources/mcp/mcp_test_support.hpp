@@ -13,6 +13,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <functional>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -125,21 +126,39 @@ inline read_outcome read_now(boost::asio::io_context& ioc,
   return *out;
 }
 
-inline void start_connector(boost::asio::io_context& ioc, mcp_connector& c) {
+// Subscribes `up`, switches server-everything's periodic updates on and
+// waits for the first one: the walk every test of that server takes.
+inline void subscribe_until_updated(boost::asio::io_context& ioc, mcp_connector& c, upstream& up,
+                                    watch_log& w) {
+  up.subscribe(w.handlers());
+  REQUIRE(run_until(ioc, [&] { return w.subscribed == 1 || w.ended; }));
+  REQUIRE(w.subscribed == 1);
+  CHECK(call_tool(ioc, c, "toggle-subscriber-updates").ok());
+  REQUIRE(run_until(ioc, [&] { return w.updated >= 1; }));
+}
+
+// What start() reported: "" when the connector started.
+inline std::string start_outcome(boost::asio::io_context& ioc, mcp_connector& c) {
   std::optional<std::string> error;
   c.start([&](std::string e) { error = std::move(e); });
   REQUIRE(run_until(ioc, [&] { return error.has_value(); }));
-  REQUIRE(*error == "");
+  return *error;
+}
+
+inline void start_connector(boost::asio::io_context& ioc, mcp_connector& c) {
+  REQUIRE(start_outcome(ioc, c) == "");
 }
 
 // An HTTP MCP server run for one test; it prints "TIDINGS_URL <url>" on
 // stdout. Its lines are kept so tests can await what it observed.
 class http_server {
  public:
-  http_server(boost::asio::io_context& ioc, std::vector<std::string> argv)
+  http_server(boost::asio::io_context& ioc, std::vector<std::string> argv,
+              std::map<std::string, std::string> env = {})
       : ioc_(ioc), child_(std::make_shared<child_process>(ioc)) {
     child_options o;
     o.argv = std::move(argv);
+    o.env = std::move(env);
     o.cwd = servers_dir();
     child_handlers h;
     h.stdout_line = [this](const std::string& line) { on_line(line); };
