@@ -118,8 +118,10 @@ std::optional<std::string> set_allowed_hosts(config& c, const std::string& v) {
 
 std::optional<std::string> set_etcd(config& c, const std::string& v) {
   std::vector<std::string> endpoints;
+  std::size_t https = 0;
   for (auto& item : split_list(v)) {
     const bool tls = item.rfind("https://", 0) == 0;
+    https += tls ? 1 : 0;
     if (!tls && item.rfind("http://", 0) != 0)
       return "'" + item + "' must be http://HOST:PORT or https://HOST:PORT";
     const std::string scheme = tls ? "https://" : "http://";
@@ -131,9 +133,7 @@ std::optional<std::string> set_etcd(config& c, const std::string& v) {
   if (endpoints.empty()) return "must list at least one etcd endpoint, http[s]://HOST:PORT[,...]";
   // After a failover the client would carry the cluster's record (and its
   // certificate) in plaintext.
-  const auto https = std::count_if(endpoints.begin(), endpoints.end(),
-                                   [](const std::string& e) { return e.rfind("https://", 0) == 0; });
-  if (https != 0 && static_cast<std::size_t>(https) != endpoints.size())
+  if (https != 0 && https != endpoints.size())
     return "mixes http:// and https:// members; give every member with the same scheme";
   c.etcd_endpoints = std::move(endpoints);
   return std::nullopt;
@@ -204,9 +204,9 @@ setter etcd_tls_file(std::string net::tls_settings::*field) {
 
 // The context of https:// etcd members, made once every flag is read.
 std::optional<std::string> make_etcd_tls(config& c) {
-  const bool https = std::any_of(c.etcd_endpoints.begin(), c.etcd_endpoints.end(),
-                                 [](const std::string& e) { return e.rfind("https://", 0) == 0; });
   if (!c.etcd_tls.any()) return std::nullopt;
+  // set_etcd refuses a mix of schemes: the first member's is every member's.
+  const bool https = !c.etcd_endpoints.empty() && c.etcd_endpoints.front().rfind("https://", 0) == 0;
   if (!https)
     return "etcd-ca-file, etcd-client-cert and etcd-client-key apply to https:// etcd endpoints only";
   std::string error;

@@ -301,7 +301,7 @@ json settings_of(const sources::web::web_config& c) {
 std::vector<std::pair<std::string, std::string>> unverified_tls(const upstreams_config& cfg) {
   std::vector<std::pair<std::string, std::string>> out;
   for (std::size_t i = 0; i < cfg.web.resources.size(); ++i)
-    if (const auto& b = cfg.web.resources[i].backend; b && b->tls.insecure_skip_verify)
+    if (cfg.web.resources[i].tls_unverified())
       out.emplace_back("resources",
                        "upstreams.resources[" + std::to_string(i) + "].backend.insecure_skip_verify");
   for (const auto& c : cfg.kube)

@@ -23,9 +23,7 @@ namespace tidings::sources::web {
 class poll_upstream final : public upstream {
  public:
   const char* strategy() const override { return "poll"; }
-  bool tls_unverified() const override {
-    return resource_.backend && resource_.backend->tls.insecure_skip_verify;
-  }
+  bool tls_unverified() const override { return resource_.tls_unverified(); }
   // `resource.interval` as web_connector raised it to the operator's floor.
   poll_upstream(boost::asio::io_context& ioc, const web_resource_config& resource);
   ~poll_upstream() override;

@@ -49,6 +49,9 @@ struct web_resource_config {
   std::vector<std::string> previous_tokens;
   // poll (needs a backend): raised to web_config::poll_floor when smaller.
   std::chrono::milliseconds interval{60000};
+
+  // Its backend's TLS peer goes unchecked (insecure_skip_verify).
+  bool tls_unverified() const { return backend && backend->tls.insecure_skip_verify; }
 };
 
 struct web_config {

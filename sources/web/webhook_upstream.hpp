@@ -21,9 +21,7 @@ namespace tidings::sources::web {
 class webhook_upstream final : public upstream {
  public:
   const char* strategy() const override { return "webhook"; }
-  bool tls_unverified() const override {
-    return resource_.backend && resource_.backend->tls.insecure_skip_verify;
-  }
+  bool tls_unverified() const override { return resource_.tls_unverified(); }
   // `on_close` unregisters it from the connector's table of live upstreams.
   webhook_upstream(boost::asio::io_context& ioc, const web_resource_config& resource,
                    std::function<void()> on_close);

@@ -14,6 +14,7 @@
 #include "net/http_client.hpp"
 #include "net/tls_context.hpp"
 #include "tests/net/run_loop.hpp"
+#include "tests/support/openssl_ptr.hpp"
 #include "tests/support/tidingsd_process.hpp"
 #include "tests/support/tls_loopback_server.hpp"
 
@@ -202,15 +203,14 @@ TEST_CASE("make_tls_client_context names the setting and the file it cannot use"
   {
     FILE* in = std::fopen(certs().client.key.c_str(), "r");
     REQUIRE(in);
-    EVP_PKEY* key = PEM_read_PrivateKey(in, nullptr, nullptr, nullptr);
+    testing::pkey_ptr key(PEM_read_PrivateKey(in, nullptr, nullptr, nullptr));
     std::fclose(in);
     REQUIRE(key);
     FILE* out = std::fopen(locked.c_str(), "w");
     REQUIRE(out);
     char passphrase[] = "secret";
-    CHECK(PEM_write_PrivateKey(out, key, EVP_aes_128_cbc(), nullptr, 0, nullptr, passphrase) == 1);
+    CHECK(PEM_write_PrivateKey(out, key.get(), EVP_aes_128_cbc(), nullptr, 0, nullptr, passphrase) == 1);
     std::fclose(out);
-    EVP_PKEY_free(key);
   }
   CHECK(make_tls_client_context({"", certs().client.cert, locked, false}, &error) == nullptr);
   CHECK(error == "client_key " + locked + ": an encrypted key (give it without a passphrase)");

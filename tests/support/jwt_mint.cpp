@@ -11,17 +11,13 @@
 #include <memory>
 #include <stdexcept>
 
+#include "tests/support/openssl_ptr.hpp"
+
 namespace tidings::testing {
 namespace {
 
 struct jwt_deleter {
   void operator()(jwt_t* j) const { jwt_free(j); }
-};
-struct bio_deleter {
-  void operator()(BIO* b) const { BIO_free(b); }
-};
-struct pkey_deleter {
-  void operator()(EVP_PKEY* k) const { EVP_PKEY_free(k); }
 };
 
 [[noreturn]] void fail(const std::string& what) {
@@ -48,7 +44,7 @@ std::string bio_text(BIO* b) {
 }
 
 key_pair pem_pair(EVP_PKEY* key) {
-  std::unique_ptr<BIO, bio_deleter> priv(BIO_new(BIO_s_mem())), pub(BIO_new(BIO_s_mem()));
+  bio_ptr priv(BIO_new(BIO_s_mem())), pub(BIO_new(BIO_s_mem()));
   if (!priv || !pub) fail("BIO_new");
   if (PEM_write_bio_PrivateKey(priv.get(), key, nullptr, nullptr, 0, nullptr, nullptr) != 1)
     fail("PEM_write_bio_PrivateKey");
@@ -102,13 +98,13 @@ std::string mint_unsigned(const nlohmann::json& header, const nlohmann::json& pa
 }
 
 key_pair generate_rsa(int bits) {
-  std::unique_ptr<EVP_PKEY, pkey_deleter> key(EVP_RSA_gen(static_cast<unsigned>(bits)));
+  pkey_ptr key(EVP_RSA_gen(static_cast<unsigned>(bits)));
   if (!key) fail("EVP_RSA_gen");
   return pem_pair(key.get());
 }
 
 key_pair generate_ec(const std::string& curve) {
-  std::unique_ptr<EVP_PKEY, pkey_deleter> key(EVP_EC_gen(curve.c_str()));
+  pkey_ptr key(EVP_EC_gen(curve.c_str()));
   if (!key) fail("EVP_EC_gen " + curve);
   return pem_pair(key.get());
 }

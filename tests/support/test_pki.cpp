@@ -9,25 +9,18 @@
 #include <openssl/x509.h>
 #include <openssl/x509v3.h>
 
+#include "tests/support/openssl_ptr.hpp"
+
 namespace tidings::testing {
 
 namespace {
-
-struct key_free {
-  void operator()(EVP_PKEY* k) const { EVP_PKEY_free(k); }
-};
-struct cert_free {
-  void operator()(X509* c) const { X509_free(c); }
-};
-using key_ptr = std::unique_ptr<EVP_PKEY, key_free>;
-using cert_ptr = std::unique_ptr<X509, cert_free>;
 
 void check(bool ok, const char* what) {
   if (!ok) throw std::runtime_error(std::string("test_pki: ") + what + " failed");
 }
 
-key_ptr new_key() {
-  key_ptr key(EVP_EC_gen("P-256"));
+pkey_ptr new_key() {
+  pkey_ptr key(EVP_EC_gen("P-256"));
   check(key != nullptr, "EC key generation");
   return key;
 }
@@ -43,9 +36,9 @@ void add_extension(X509* cert, X509* issuer, int nid, const std::string& value) 
 }
 
 // A certificate for `key` named `cn`; self-signed when issuer is null.
-cert_ptr new_cert(EVP_PKEY* key, const std::string& cn, long serial, std::chrono::seconds from,
+x509_ptr new_cert(EVP_PKEY* key, const std::string& cn, long serial, std::chrono::seconds from,
                   std::chrono::seconds to, X509* issuer) {
-  cert_ptr cert(X509_new());
+  x509_ptr cert(X509_new());
   check(cert != nullptr, "X509_new");
   X509_set_version(cert.get(), 2);
   ASN1_INTEGER_set(X509_get_serialNumber(cert.get()), serial);
@@ -75,8 +68,8 @@ void write_pem(const std::string& path, X509* cert, EVP_PKEY* key) {
 }  // namespace
 
 struct test_ca::keys {
-  key_ptr key;
-  cert_ptr cert;
+  pkey_ptr key;
+  x509_ptr cert;
 };
 
 test_ca::test_ca(std::string dir, std::string stem) : dir_(std::move(dir)), keys_(std::make_unique<keys>()) {

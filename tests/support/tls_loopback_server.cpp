@@ -2,7 +2,9 @@
 
 #include <openssl/ssl.h>
 #include <openssl/x509.h>
+
 #include <boost/asio/write.hpp>
+#include "tests/support/openssl_ptr.hpp"
 
 namespace tidings::testing {
 
@@ -47,10 +49,8 @@ void tls_loopback_server::serve(tcp_socket& socket) {
   seen.error = ec ? ec.message() : "";
   if (const char* sni = SSL_get_servername(stream.native_handle(), TLSEXT_NAMETYPE_host_name))
     seen.server_name = sni;
-  if (X509* peer = SSL_get1_peer_certificate(stream.native_handle())) {
-    seen.client_cn = common_name(peer);
-    X509_free(peer);
-  }
+  if (x509_ptr peer{SSL_get1_peer_certificate(stream.native_handle())})
+    seen.client_cn = common_name(peer.get());
   {
     std::lock_guard lock(mutex_);
     seen_.push_back(seen);
