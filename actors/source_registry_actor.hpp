@@ -38,14 +38,15 @@ struct source_info {
   std::string server;           // the upstream's name
   std::string shape;            // "state", "event-log" or "" before the first read
   std::string strategy;         // upstream::strategy(), "" until the upstream is open
-  std::string state;            // starting, running, resubscribing, failed
+  std::string state;            // starting, running, resubscribing, retrying, failed
   bool tls_unverified = false;  // its upstream's TLS peer is not verified (insecure_skip_verify)
   std::uint64_t subscribers = 0;
   std::uint64_t failures = 0;  // consecutive failed subscriptions
   std::uint64_t reads = 0;
   std::uint64_t events = 0;
-  std::int64_t last_fire_ms = 0;  // wall clock of the last change signal; 0: none yet
-  std::string error;              // the last failure
+  std::int64_t last_fire_ms = 0;     // wall clock of the last change signal; 0: none yet
+  std::int64_t next_attempt_ms = 0;  // wall clock of the next subscribe attempt; 0: none due
+  std::string error;                 // the last failure
 };
 
 struct source_subscribe_request;

@@ -260,6 +260,7 @@ route_result api::admin_watches(const caller& who, responder respond) {
                          {"failures", src.failures},
                          {"last_fire_ms", src.last_fire_ms > 0 ? json(src.last_fire_ms) : json(nullptr)}};
              if (!src.error.empty()) row["error"] = src.error;
+             if (src.next_attempt_ms > 0) row["next_attempt_ms"] = src.next_attempt_ms;
              rows.push_back(std::move(row));
            }
            respond(json_response(200, with_partial({{"watches", std::move(rows)}}, s.partial)));

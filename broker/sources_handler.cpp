@@ -27,6 +27,7 @@ json source_json(const actors::source_info& s) {
             {"shape", s.shape}, {"state", s.state},  {"subscribers", s.subscribers}, {"failures", s.failures},
             {"reads", s.reads}, {"events", s.events}};
   if (!s.error.empty()) j["error"] = s.error;
+  if (s.next_attempt_ms > 0) j["next_attempt_ms"] = s.next_attempt_ms;
   if (s.tls_unverified) j["tls"] = "unverified (insecure_skip_verify)";
   return j;
 }

@@ -478,6 +478,9 @@ std::string default_notice_line(const nlohmann::json& event) {
     if (auto missed = unsigned_value(member(event, "missed"))) {
       return "GAP " + std::to_string(*missed) + " events missed";
     }
+    // A source's own (a reconnect, an outage it healed from).
+    if (const json* reason = member(event, "reason"); reason != nullptr && reason->is_string())
+      return sanitized("GAP " + reason->get<std::string>());
   } else if (*type == "ERROR") {
     const json* message = member(event, "message");
     if (message == nullptr || message->is_null()) return "ERROR";

@@ -35,6 +35,11 @@ probe::probe(prometheus::Registry& registry, audit_fn audit)
                                   "Upstream subscriptions that ended and were made again after a backoff")),
       failures_(plain_counter(registry, "tidings_source_failures_total",
                               "Sources that gave up or could not start (their subscribers saw an error)")),
+      retrying_(prometheus::BuildGauge()
+                    .Name("tidings_sources_retrying")
+                    .Help("Sources past their backoff steps, retrying their upstream at the last step's pace")
+                    .Register(registry)
+                    .Add({})),
       audit_(std::move(audit)) {}
 
 probe::active_watcher::active_watcher(probe& p, std::string strategy)
@@ -44,6 +49,19 @@ probe::active_watcher::active_watcher(probe& p, std::string strategy)
 
 probe::active_watcher::~active_watcher() {
   probe_.active_.at(strategy_).Decrement();
+}
+
+probe::retrying_source::retrying_source(probe& p, std::string tenant, std::string uri,
+                                        const std::string& reason)
+    : probe_(p), tenant_(std::move(tenant)), uri_(std::move(uri)) {
+  probe_.retrying_.Increment();
+  probe_.audit("source.retrying", {{"tenant", tenant_}, {"uri", uri_}, {"reason", reason}});
+}
+
+probe::retrying_source::~retrying_source() {
+  probe_.retrying_.Decrement();
+  if (down_ms_ >= 0)
+    probe_.audit("source.recovered", {{"tenant", tenant_}, {"uri", uri_}, {"down_ms", down_ms_}});
 }
 
 void probe::fired(std::string_view strategy, const std::string& tenant, const std::string& uri,

@@ -40,6 +40,25 @@ class probe {
     std::string strategy_;
   };
 
+  // While one of these lives, a source is past its backoff steps and
+  // retrying (tidings_sources_retrying): made when it starts retrying,
+  // dropped when it heals or ends. Audits both.
+  class retrying_source {
+   public:
+    retrying_source(probe& p, std::string tenant, std::string uri, const std::string& reason);
+    ~retrying_source();
+    retrying_source(const retrying_source&) = delete;
+    retrying_source& operator=(const retrying_source&) = delete;
+    // It heals: audited as recovered when it goes.
+    void recovered(std::int64_t down_ms) { down_ms_ = down_ms; }
+
+   private:
+    probe& probe_;
+    std::string tenant_;
+    std::string uri_;
+    std::int64_t down_ms_ = -1;
+  };
+
   // The upstream said the resource changed (one audit line per fire).
   void fired(std::string_view strategy, const std::string& tenant, const std::string& uri,
              std::uint64_t subscribers);
@@ -63,6 +82,7 @@ class probe {
   prometheus::Counter& poll_failures_;
   prometheus::Counter& resubscribes_;
   prometheus::Counter& failures_;
+  prometheus::Gauge& retrying_;
   audit_fn audit_;
 };
 

@@ -4,6 +4,7 @@
 
 #include "actors/write_keys.hpp"
 #include "core/event.hpp"
+#include "core/retry_schedule.hpp"
 #include "logging/log.hpp"
 
 namespace tidings::sources {
@@ -31,17 +32,30 @@ std::string phase_name(phase p) {
       return "running";
     case phase::resubscribing:
       return "resubscribing";
+    case phase::retrying:
+      return "retrying";
     case phase::failed:
       break;
   }
   return "failed";
 }
 
-void set_phase(source_state& st, phase p, std::string error = {}) {
+bool reconnecting(phase p) {
+  return p == phase::resubscribing || p == phase::retrying;
+}
+
+std::int64_t wall_ms(std::chrono::system_clock::time_point t) {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(t.time_since_epoch()).count();
+}
+
+// `next_attempt`: when the next subscribe attempt is due, if one is.
+void set_phase(source_state& st, phase p, std::string error = {},
+               std::optional<std::chrono::system_clock::time_point> next_attempt = std::nullopt) {
   st.at = p;
   st.cfg.status->update([&](actors::source_info& i) {
     i.state = phase_name(p);
     i.failures = st.failures;
+    i.next_attempt_ms = next_attempt ? wall_ms(*next_attempt) : 0;
     if (!error.empty()) i.error = std::move(error);
   });
 }
@@ -92,6 +106,32 @@ core::event source_failed_event(const std::string& uri, const std::string& messa
 
 namespace {
 
+// Tells the stream's subscribers the upstream is away past the backoff
+// steps. Not "source_failed": the watches on it stay and heal with it.
+core::event retrying_event(const source_state& st, const std::string& message) {
+  json fields = {{"type", "ERROR"},
+                 {"message", message},
+                 {"retrying", true},
+                 {"retry_ms", st.cfg.backoff.back().count()},
+                 {"uri", st.cfg.uri}};
+  core::event ev;
+  ev.type = "ERROR";
+  ev.data_json = fields.dump(-1, ' ', false, json::error_handler_t::replace);
+  return ev;
+}
+
+// Comes first in the read that ends an outage: whatever the upstream did
+// meanwhile is not known event by event.
+core::extracted_event healed_gap(std::chrono::milliseconds down) {
+  core::extracted_event ev;
+  ev.fields = {{"type", "GAP"},
+               {"reason", "the upstream was unreachable for " + std::to_string(down.count() / 1000) + "." +
+                              std::to_string(down.count() % 1000 / 100) +
+                              " s: changes made meanwhile come as one difference or may be missing"},
+               {"down_ms", down.count()}};
+  return ev;
+}
+
 persistence::source_snapshot snapshot_of(const source_state& st, const core::resource_tracker& t) {
   persistence::source_snapshot snap;
   snap.tenant = st.cfg.tenant;
@@ -130,6 +170,7 @@ void fail_fast(self_ptr self, const std::string& reason,
 
 void subscribe_upstream(self_ptr self);
 void read_upstream(self_ptr self);
+void read_done(self_ptr self);
 
 // One read at a time, and none while the previous one's events are being
 // stored (it would diff against the state before them): an update meanwhile
@@ -174,19 +215,52 @@ void fail(self_ptr self, const std::string& reason) {
   send_write(self, req, done, std::chrono::milliseconds(0), true);
 }
 
+// The steps are used up: the source goes on retrying at the last step's
+// pace, and its stream says so once (an ERROR event that ends no watch).
+// Stored like a read, and reads wait behind it, so a GAP after it cannot
+// overtake it.
+void start_retrying(self_ptr self, const std::string& reason) {
+  auto& st = self->state;
+  auto message = "the upstream is unreachable after " + std::to_string(st.failures) + " attempts: " + reason +
+                 "; retrying every " + std::to_string(st.cfg.backoff.back().count()) +
+                 " ms or a little sooner";
+  logging::warn("source.retrying", {{"uri", st.cfg.uri}, {"error", message}});
+  st.down = source_state::outage{std::chrono::system_clock::now(), nullptr};
+  if (st.cfg.metrics)
+    st.down->counted =
+        std::make_unique<probe::retrying_source>(*st.cfg.metrics, st.cfg.tenant, st.cfg.uri, reason);
+  auto req = std::make_shared<actors::publish_request>();
+  req->events.push_back(retrying_event(st, message));
+  req->idempotency_key = st.key_prefix + std::to_string(++st.writes);
+  st.committing = true;
+  caf::actor_addr weak = self->address();
+  auto done = [weak, self](const std::string& error) {
+    post_back(weak, [self, error] {
+      auto& st = self->state;
+      st.committing = false;
+      if (!error.empty()) logging::error("source.error_event_lost", {{"uri", st.cfg.uri}, {"error", error}});
+      read_done(self);
+    });
+  };
+  send_write(self, req, done, std::chrono::milliseconds(0), false);
+}
+
 void retry_later(self_ptr self, const std::string& reason) {
   auto& st = self->state;
-  if (st.failures >= st.cfg.backoff.size()) return fail(self, reason);
-  auto wait = st.cfg.backoff[st.failures];
-  set_phase(st, phase::resubscribing, reason);
+  auto next = core::next_retry_wait(st.cfg.backoff, st.failures,
+                                    std::uniform_real_distribution<double>(0.0, 1.0)(st.jitter));
+  const bool first_retry = next.past_steps && st.at != phase::retrying;
+  set_phase(st, next.past_steps ? phase::retrying : phase::resubscribing, reason,
+            std::chrono::system_clock::now() + next.wait);
   logging::info("source.resubscribing", {{"uri", st.cfg.uri},
                                          {"reason", reason},
                                          {"attempt", static_cast<std::uint64_t>(st.failures + 1)},
-                                         {"wait_ms", static_cast<std::int64_t>(wait.count())}});
+                                         {"wait_ms", static_cast<std::int64_t>(next.wait.count())}});
   if (st.cfg.metrics) st.cfg.metrics->resubscribing(st.cfg.tenant, st.cfg.uri, reason);
+  if (first_retry) start_retrying(self, reason);
   auto generation = st.generation;
-  self->delayed_send(self, wait, actors::task_atom::value, actors::actor_task{[self, generation] {
-                       if (self->state.generation == generation && self->state.at == phase::resubscribing)
+  self->delayed_send(self, next.wait, actors::task_atom::value, actors::actor_task{[self, generation] {
+                       if (self->state.generation == generation && reconnecting(self->state.at))
                          subscribe_upstream(self);
                      }});
 }
@@ -197,7 +271,7 @@ void on_ended(self_ptr self, std::uint64_t generation, const std::string& reason
   if (st.at == phase::starting) return fail_fast(self, reason);
   // The first end of a healthy subscription is not yet a failure; each
   // failed attempt after it is.
-  if (st.at == phase::resubscribing) ++st.failures;
+  if (reconnecting(st.at)) ++st.failures;
   ++st.generation;
   // A read in flight is of the old generation and will be ignored; a commit
   // in flight is not (it is durable either way) and still holds off reads.
@@ -334,15 +408,20 @@ void send_write(self_ptr self, const std::shared_ptr<const actors::publish_reque
 
 // The read's events and the snapshot they leave commit in one batch; the
 // tracker moves on only once they did.
+// The first read stored after an outage ends it, its GAP first.
 void commit_read(self_ptr self, core::resource_tracker next, std::vector<core::extracted_event> events) {
   auto& st = self->state;
   st.committing = true;
   caf::actor_addr weak = self->address();
   auto shared_next = std::make_shared<core::resource_tracker>(std::move(next));
+  const bool healing = st.down.has_value();
+  if (healing)
+    events.insert(events.begin(), healed_gap(std::chrono::duration_cast<std::chrono::milliseconds>(
+                                      std::chrono::system_clock::now() - st.down->since)));
   auto count = events.size();
   auto generation = st.generation;
-  auto done = [self, weak, shared_next, count, generation](std::string error) {
-    post_back(weak, [self, shared_next, count, generation, error] {
+  auto done = [self, weak, shared_next, count, generation, healing](std::string error) {
+    post_back(weak, [self, shared_next, count, generation, healing, error] {
       auto& st = self->state;
       st.committing = false;
       if (st.at == phase::failed) return;
@@ -364,6 +443,14 @@ void commit_read(self_ptr self, core::resource_tracker next, std::vector<core::e
         i.events += count;
       });
       if (st.cfg.metrics && count > 0) st.cfg.metrics->notifications_sent(st.strategy, count);
+      if (current && healing && st.down) {
+        const auto down = std::chrono::duration_cast<std::chrono::milliseconds>(
+            std::chrono::system_clock::now() - st.down->since);
+        logging::info("source.recovered",
+                      {{"uri", st.cfg.uri}, {"down_ms", static_cast<std::int64_t>(down.count())}});
+        if (st.down->counted) st.down->counted->recovered(down.count());
+        st.down.reset();
+      }
       if (current && st.at != phase::running) {
         st.failures = 0;
         set_phase(st, phase::running);
@@ -398,7 +485,7 @@ void on_read(self_ptr self, std::uint64_t generation, const read_outcome& r) {
   if (!r.result) {
     if (st.at == phase::starting) return fail_fast(self, r.error);
     // A read that fails while subscribed is retried like a subscription.
-    if (st.at == phase::resubscribing) ++st.failures;
+    if (reconnecting(st.at)) ++st.failures;
     ++st.generation;
     close_upstream(st);
     st.slot = std::make_shared<upstream_slot>();

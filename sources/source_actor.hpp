@@ -9,8 +9,11 @@
 //                       (an update during a read or publish: one more read after it)
 //   running ──ended──> resubscribing: backoff 1, 2, 4, 8, 16 s, subscribe again
 //                          ├──subscribed──> read (the diff covers the gap) ──> running
-//                          └──5th failure──> ERROR event on the stream, quit
+//                          └──5th failure──> retrying: ERROR event on the stream, then
+//                               every 16 s less up to a fifth (core/retry_schedule)
+//                               └──subscribed──> read: GAP event first ──> running
 //   any ──close──> upstream closed (unsubscribe on the upstream side), quit
+//   a step that throws (a bug) ──> ERROR event "source_failed", quit
 //
 // Nothing runs on a timer while the subscription is healthy.
 
@@ -18,6 +21,7 @@
 #include <functional>
 #include <memory>
 #include <optional>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -47,7 +51,8 @@ struct source_config {
   std::function<actors::stream_actor()> hub;
   std::shared_ptr<source_status> status;
   probe* metrics = nullptr;  // null: not measured
-  // Waits before each resubscribe attempt; the source fails after the last.
+  // Waits before each resubscribe attempt; past the last, it is repeated
+  // (with jitter) until the upstream is back.
   std::vector<std::chrono::milliseconds> backoff = {std::chrono::seconds(1), std::chrono::seconds(2),
                                                     std::chrono::seconds(4), std::chrono::seconds(8),
                                                     std::chrono::seconds(16)};
@@ -62,7 +67,13 @@ struct upstream_slot {
 struct source_state {
   static inline const char* name = "source";
 
-  enum class phase { starting, running, resubscribing, failed };
+  enum class phase { starting, running, resubscribing, retrying, failed };
+
+  // The upstream has been away past the backoff steps.
+  struct outage {
+    std::chrono::system_clock::time_point since;      // when the source started retrying
+    std::unique_ptr<probe::retrying_source> counted;  // in the metrics while it lasts
+  };
 
   source_config cfg;
   std::shared_ptr<upstream_slot> slot = std::make_shared<upstream_slot>();
@@ -79,6 +90,8 @@ struct source_state {
   std::unique_ptr<probe::active_watcher> watching;  // counts this source while it lives
   std::string key_prefix;                           // of its writes' Idempotency-Keys
   std::uint64_t writes = 0;                         // reads written with events, for their keys
+  std::optional<outage> down;                       // set while retrying, until a read is stored
+  std::minstd_rand jitter{std::random_device{}()};  // for the retries past the steps
 };
 
 source_actor::behavior_type source(source_actor::stateful_pointer<source_state> self, source_config cfg);

@@ -88,8 +88,11 @@ std::string last_fire(const json& w, std::int64_t now_ms) {
   return seconds_text((now_ms - it->get<std::int64_t>()) / 1000) + " ago";
 }
 
-std::string state_cell(const json& w) {
+// "retrying (next in 12s): <the last failure>".
+std::string state_cell(const json& w, std::int64_t now_ms) {
   std::string out = text_of(w, "state");
+  if (const auto n = w.find("next_attempt_ms"); n != w.end() && n->is_number_integer())
+    out += " (next in " + seconds_text((n->get<std::int64_t>() - now_ms + 999) / 1000) + ")";
   if (const auto e = w.find("error"); e != w.end() && e->is_string())
     out += ": " + cell_text(e->get<std::string>());
   return out;
@@ -113,7 +116,7 @@ const std::vector<view_spec>& views() {
        [](const json& w, std::int64_t now_ms) -> row {
          return {text_of(w, "tenant"), text_of(w, "uri"),         text_of(w, "strategy"),
                  text_of(w, "shape"),  text_of(w, "subscribers"), text_of(w, "events"),
-                 last_fire(w, now_ms), text_of(w, "failures"),    state_cell(w)};
+                 last_fire(w, now_ms), text_of(w, "failures"),    state_cell(w, now_ms)};
        }},
       {"streams",
        "streams",

@@ -445,6 +445,8 @@ TEST_CASE("default lines for GAP, ERROR and anything else", "[read_extraction]")
   CHECK(default_notice_line(j(R"({"type":"ERROR","message":{"code":1}})")) == R"(ERROR {"code":1})");
   CHECK(default_notice_line(j(R"({"type":"ERROR"})")) == "ERROR");
   CHECK(default_notice_line(j(R"({"type":"GAP","missed":"many"})")) == R"({"missed":"many","type":"GAP"})");
+  CHECK(default_notice_line(j(R"({"type":"GAP","reason":"reconnected:\nlost"})")) == "GAP reconnected: lost");
+  CHECK(default_notice_line(j(R"({"type":"GAP","reason":7})")) == R"({"reason":7,"type":"GAP"})");
   CHECK(default_notice_line(j(R"({"type":"PING","seq":3})")) == R"({"seq":3,"type":"PING"})");
   CHECK(default_notice_line(j(R"({"seq":3})")) == R"({"seq":3})");
   CHECK(default_notice_line(json(5)) == "5");

@@ -2,8 +2,8 @@
 // tidingsd (issue 4): a real PostgreSQL from Debian and the fake API server
 // (tests/support), a watch's notices and SSE sessions by URI, the upstream
 // side seeing the LISTEN connection or the watch stream closed when the
-// last subscriber leaves, GAP after a PostgreSQL restart, failure after 5
-// attempts, and a Kubernetes re-list after 410 Gone reporting the gap.
+// last subscriber leaves, GAP after a PostgreSQL restart, an outage past the
+// backoff steps healed, and a Kubernetes re-list after 410 Gone reporting the gap.
 
 #include <catch2/catch.hpp>
 
@@ -48,14 +48,16 @@ json configmap(const std::string& name, const std::string& rv, json data) {
 
 }  // namespace
 
-TEST_CASE("PostgreSQL NOTIFY through tidingsd: notices, GAP after a restart, LISTEN closed, failure after 5",
-          "[sources][postgres]") {
+TEST_CASE(
+    "PostgreSQL NOTIFY through tidingsd: notices, GAP after a restart, LISTEN closed, healed after an "
+    "outage past the backoff steps",
+    "[sources][postgres]") {
   postgres_server pg;
   temp_dir dir;
   auto cfg = dir.path() / "tidings.yaml";
   std::ofstream(cfg) << "upstreams:\n  postgres:\n    app: {conninfo: \"" << pg.conninfo()
                      << "\", path_field: id, connect_timeout_ms: 2000}\n";
-  tidingsd_process node(dir.path() / "data", {"--config", cfg.string(), "--source-backoff-ms", "100"});
+  tidingsd_process node(dir.path() / "data", {"--config", cfg.string(), "--source-backoff-ms", "50"});
   auto ep = node.endpoint();
 
   auto bad = start_watch(ep, {{"name", "bad"}, {"uri", "pg://app/" + std::string(70, 'x')}});
@@ -96,17 +98,28 @@ TEST_CASE("PostgreSQL NOTIFY through tidingsd: notices, GAP after a restart, LIS
   CHECK(await_process_exit(std::stoi(pids[0]), 10s));
   CHECK(listeners(pg.conninfo(), "orders").empty());
 
-  // Down for good: five failed attempts, then an ERROR and a failed watch.
+  // Down past the last backoff step (800 ms here): an ERROR says so, the
+  // source keeps retrying, and once the server is back the watch goes on,
+  // a GAP first.
   start_watch_ok(ep, {{"name", "late"}, {"uri", "pg://app/late"}, {"debounce_ms", 50}});
   client::sse_stream late(ep, sse_target({"watch:late"}));
   await_hello(late);
   pg.stop();
-  auto failed = await_notices(late, 1, 30s);
-  REQUIRE(failed.size() == 1);
-  CHECK(notice_lines(failed[0]).front().find("source failed after 5 attempts") != std::string::npos);
+  auto down = await_notices(late, 1, 30s);
+  REQUIRE(down.size() == 1);
+  CHECK(notice_lines(down[0]).front().find("ERROR the upstream is unreachable after 5 attempts") !=
+        std::string::npos);
   auto watches = list_watches(ep);
   REQUIRE(watches.size() == 1);
-  CHECK(watches[0]["state"] == "failed");
+  CHECK(watches[0]["state"] == "running");
+  pg.start();
+  auto healed = await_notices(late, 1, 30s);
+  REQUIRE(healed.size() == 1);
+  CHECK(notice_lines(healed[0]).front().starts_with("GAP the upstream was unreachable for "));
+  pg_query(pg.conninfo(), R"(NOTIFY late, '{"id":"l-1","type":"SHIPPED"}')");
+  auto after_outage = await_notices(late, 1, 10s);
+  REQUIRE(after_outage.size() == 1);
+  CHECK(notice_lines(after_outage[0]).front().find("SHIPPED") != std::string::npos);
 }
 
 TEST_CASE("a Kubernetes-style watch through tidingsd: notices, re-list after 410 Gone, watch closed",

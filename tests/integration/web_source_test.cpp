@@ -1,7 +1,7 @@
 // Webhook and poll sources against the real tidingsd (issue 4): a resource's
 // stream read by URI over SSE, a watch's notices, token rotation, unknown
 // tokens, a token collision refused at start, the source stopped with its
-// last subscriber, resubscribe with backoff and failure after 5 attempts, a
+// last subscriber, resubscribe with backoff, retrying past the steps and healing, a
 // restart diffed against the stored snapshot, and the poll's floor, baseline
 // and skipped failed fetches. Backends are a local HTTP server.
 
@@ -199,7 +199,8 @@ TEST_CASE("a URI no upstream serves fails the watch and the session at once", "[
 }
 
 TEST_CASE(
-    "a backend webhook diffs the backend, resubscribes, fails after 5 attempts, and diffs across a restart",
+    "a backend webhook diffs the backend, resubscribes, retries past its backoff steps and heals, and diffs "
+    "across a restart",
     "[sources][webhook]") {
   fake_backend backend;
   backend.set(200, R"({"web":{"replicas":1},"db":{"replicas":1}})");
@@ -250,19 +251,42 @@ upstreams:
     REQUIRE(missed.size() == 1);
     CHECK(notice_lines(missed[0]) == std::vector<std::string>{"DELETED db"});
 
-    // Five failed attempts in a row: the source fails, the watch with it.
+    // Down past the last backoff step (320 ms here): the source says so
+    // once, keeps retrying at that pace, and heals by itself when the
+    // backend is back; the watch stays running throughout.
     backend.set(500, "{}");
     REQUIRE(fire(ep, "backend-token-123").status == 200);
-    auto failed = await_notices(notices, 1, 10s);
-    REQUIRE(failed.size() == 1);
-    auto lines = notice_lines(failed[0]);
+    auto down = await_notices(notices, 1, 10s);
+    REQUIRE(down.size() == 1);
+    auto lines = notice_lines(down[0]);
     REQUIRE(lines.size() == 1);
-    CHECK(lines[0].find("source failed after 5 attempts") != std::string::npos);
+    CHECK(lines[0].find("ERROR the upstream is unreachable after 5 attempts") != std::string::npos);
+    auto retrying = sources_now(ep);
+    REQUIRE(retrying.size() == 1);
+    CHECK(retrying[0]["state"] == "retrying");
+    CHECK(retrying[0]["next_attempt_ms"].is_number_integer());
+    auto counted = await_metrics(
+        ep, [](const auto& m) { return m.value_or_zero("tidings_sources_retrying") == 1; }, 5s);
+    CHECK(counted.value_or_zero("tidings_sources_retrying") == 1);
     auto watches = list_watches(ep);
     REQUIRE(watches.size() == 1);
-    CHECK(watches[0]["state"] == "failed");
-    CHECK(watches[0]["error"].get<std::string>().find("its source failed") != std::string::npos);
-    CHECK(sources_now(ep).empty());
+    CHECK(watches[0]["state"] == "running");
+
+    backend.set(200, R"({"web":{"replicas":5}})");
+    auto healed = await_notices(notices, 1, 10s);
+    REQUIRE(healed.size() == 1);
+    lines = notice_lines(healed[0]);
+    REQUIRE(lines.size() == 2);
+    CHECK(lines[0].starts_with("GAP the upstream was unreachable for "));
+    CHECK(lines[1] == "MODIFIED web (replicas: 4→5)");
+    auto running = sources_now(ep);
+    REQUIRE(running.size() == 1);
+    CHECK(running[0]["state"] == "running");
+    CHECK_FALSE(running[0].contains("next_attempt_ms"));
+    auto recovered = await_metrics(
+        ep, [](const auto& m) { return m.value_or_zero("tidings_sources_retrying") == 0; }, 5s);
+    CHECK(recovered.value_or_zero("tidings_sources_retrying") == 0);
+    REQUIRE(node.await_log("\"source.recovered\"", 5s));
   }
 }
 
