@@ -225,6 +225,14 @@ std::optional<route_result> api::admin_routes(const http_request& req, const cal
     if (draining_) return route_result{error_response(503, "the node is draining"), {}};
     return (this->*handler)(who, std::move(respond));
   }
+  if (path == "/admin/v1/webhooks") {
+    if (!get) return route_result{only("GET"), {}};
+    if (!is_operator(who))
+      return route_result{
+          forbidden(who, req, "webhook tokens are shown to an admin token of an operator tenant only"), {}};
+    if (draining_) return route_result{error_response(503, "the node is draining"), {}};
+    return admin_webhooks(req, who, std::move(respond));
+  }
   if (path == "/admin/v1/nodes") {
     if (!get) return route_result{only("GET"), {}};
     if (draining_) return route_result{error_response(503, "the node is draining"), {}};

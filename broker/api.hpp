@@ -172,6 +172,8 @@ class api {
   route_result admin_sessions(const caller& who, responder respond);
   route_result admin_nodes(const caller& who, responder respond);
   route_result admin_tenants(const caller& who, responder respond);
+  // The webhook resources with their tokens in full (operators only).
+  route_result admin_webhooks(const http_request& req, const caller& who, responder respond);
   route_result drain_node(const http_request& req, const caller& who);
   route_result force_leader(const http_request& req, const caller& who, responder respond);
 

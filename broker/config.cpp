@@ -678,10 +678,14 @@ std::optional<std::string> plan_reload(const std::string& path, const config& ru
   if (!origins_changed && !web_touched(d.added) && !web_touched(d.removed) && !web_touched(d.changed)) {
     std::vector<sources::web::webhook_tokens> tokens;
     for (const auto& r : fresh.upstreams.web.resources)
-      if (r.kind == sources::web::strategy::webhook) tokens.push_back({r.uri, r.token, r.previous_tokens});
+      if (r.kind == sources::web::strategy::webhook)
+        tokens.push_back({r.uri, r.token, r.previous_tokens, r.signature});
     out.webhook_tokens = std::move(tokens);
   }
   out.upstreams = std::move(fresh.upstreams);
+  // Set by the node, not read from the file: a remade connector derives
+  // the same tokens.
+  out.upstreams.web.token_key = running.upstreams.web.token_key;
   *plan = std::move(out);
   return std::nullopt;
 }

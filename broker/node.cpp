@@ -100,6 +100,31 @@ persistence::status node_id_of(persistence::store& store, std::string* out) {
   return {};
 }
 
+// What generated webhook tokens are derived from (ADR 0029): the cluster
+// secret, which every member holds, else a key this node keeps in its store.
+persistence::status webhook_token_key_of(persistence::store& store, const config& cfg, std::string* out) {
+  if (!cfg.cluster_secret.empty()) {
+    *out = cfg.cluster_secret;
+    return {};
+  }
+  std::optional<std::string> kept;
+  if (auto s = store.get_webhook_token_key(&kept); !s.ok()) return s;
+  if (kept) {
+    *out = *kept;
+    return {};
+  }
+  std::random_device rd;
+  std::string key;
+  for (int i = 0; i < 8; ++i) {
+    char hex[9];
+    std::snprintf(hex, sizeof hex, "%08x", static_cast<unsigned>(rd()));
+    key += hex;
+  }
+  if (auto s = store.put_webhook_token_key(key); !s.ok()) return s;
+  *out = std::move(key);
+  return {};
+}
+
 }  // namespace
 
 int run_node(const config& cfg) {
@@ -119,6 +144,12 @@ int run_node(const config& cfg) {
   std::string node_id;
   if (auto s = node_id_of(*store, &node_id); !s.ok()) {
     logging::error("node.id_failed", {{"data_dir", cfg.data_dir}, {"error", s.message()}});
+    return 1;
+  }
+  // The upstreams as this node runs them: the file's, with the token key.
+  auto upstreams = cfg.upstreams;
+  if (auto s = webhook_token_key_of(*store, cfg, &upstreams.web.token_key); !s.ok()) {
+    logging::error("node.webhook_key_failed", {{"data_dir", cfg.data_dir}, {"error", s.message()}});
     return 1;
   }
   const auto started_at_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
@@ -175,7 +206,7 @@ int run_node(const config& cfg) {
     }
     // Upstream sources: connectors on their own thread, one registry actor.
     sources::source_loop source_thread(
-        [&cfg](boost::asio::io_context& ioc) { return make_connectors(ioc, cfg.upstreams); });
+        [&upstreams](boost::asio::io_context& ioc) { return make_connectors(ioc, upstreams); });
     source_thread.start();
     sources::source_registry_config source_cfg;
     source_cfg.upstreams = &source_thread.upstreams();
@@ -211,7 +242,13 @@ int run_node(const config& cfg) {
     auto usage = std::make_shared<usage_limits>();
     // What the node runs now, for the next reload to compare with: the
     // upstreams change live. Reloads (SIGHUP, POST) take turns.
-    auto reload = [&cfg, &auth, &source_thread, source_registry, running = std::make_shared<config>(cfg),
+    auto reload = [&cfg, &auth, &source_thread, source_registry,
+                   running =
+                       [&] {
+                         auto c = std::make_shared<config>(cfg);
+                         c->upstreams = upstreams;
+                         return c;
+                       }(),
                    turn = std::make_shared<std::mutex>()]() -> std::pair<unsigned, nlohmann::json> {
       auto failed = [](unsigned status, const std::string& error) -> std::pair<unsigned, nlohmann::json> {
         logging::warn("node.reload_failed", {{"error", error}});

@@ -1,6 +1,6 @@
-// GET /v1/resources, GET /v1/resources/read?uri=, GET /v1/sources and
-// POST /webhooks/resource-updated/{token}: the front door of the upstream
-// sources (issue 4). Connector work runs on the sources thread; its answer
+// GET /v1/resources, GET /v1/resources/read?uri=, GET /v1/sources,
+// POST /webhooks/resource-updated/{token} and GET /admin/v1/webhooks: the
+// front door of the upstream sources (issue 4). Connector work runs on the sources thread; its answer
 // comes back through `respond`.
 
 #include <algorithm>
@@ -89,12 +89,48 @@ route_result api::fire_webhook(const std::string& token, const http_request& req
     if (std::find(allowed.begin(), allowed.end(), *origin) == allowed.end())
       return {error_response(403, "origin " + *origin + " is not allowed to call webhooks"), {}};
   }
+  // The body and the headers a signature needs travel to the sources
+  // thread, where the resources' tokens and secrets live.
   auto& loop = loop_;
-  boost::asio::post(loop.context(), [&loop, token, respond = std::move(respond)] {
-    auto* web = dynamic_cast<sources::web::web_connector*>(loop.upstreams().find("resources"));
-    auto uri = web ? web->fire(token) : std::nullopt;
-    if (!uri) return respond(error_response(404, "unknown webhook token"));
-    respond(json_response(200, {{"ok", true}, {"uri", *uri}}));
+  boost::asio::post(
+      loop.context(), [&loop, token, body = req.body, headers = req.headers, respond = std::move(respond)] {
+        auto* web = dynamic_cast<sources::web::web_connector*>(loop.upstreams().find("resources"));
+        if (!web) return respond(error_response(404, "unknown webhook token"));
+        sources::web::webhook_call call;
+        call.token = token;
+        call.body = body;
+        call.headers = [&headers](const std::string& name) -> const std::string* {
+          auto it = headers.find(name);
+          return it == headers.end() ? nullptr : &it->second;
+        };
+        call.now = std::chrono::system_clock::now();
+        auto answer = web->fire(call);
+        if (answer.status != 200) return respond(error_response(answer.status, answer.error));
+        respond(json_response(200, {{"ok", true}, {"uri", answer.uri}}));
+      });
+  return {};
+}
+
+route_result api::admin_webhooks(const http_request& req, const caller& who, responder respond) {
+  // Tokens in full: who read them is on record.
+  security_.audit.record("webhook_tokens_read", {{"tenant", who->who.tenant},
+                                                 {"by", who->who.subject},
+                                                 {"via", req.method + " " + req.path.substr(0, 64)}});
+  auto& loop = loop_;
+  boost::asio::post(loop.context(), [&loop, respond = std::move(respond)] {
+    json rows = json::array();
+    if (auto* web = dynamic_cast<sources::web::web_connector*>(loop.upstreams().find("resources")))
+      for (const auto& w : web->webhooks())
+        rows.push_back({{"uri", w.uri},
+                        {"url_path", "/webhooks/resource-updated/" + w.token},
+                        {"token", w.token},
+                        {"generated", w.generated},
+                        {"previous_tokens", w.previous_tokens},
+                        {"signature", w.signature.empty() ? json(nullptr) : json(w.signature)},
+                        {"subscribed", w.subscribed}});
+    auto out = json_response(200, {{"webhooks", std::move(rows)}});
+    out.headers.emplace_back("Cache-Control", "no-store");  // credentials
+    respond(std::move(out));
   });
   return {};
 }

@@ -4,13 +4,16 @@
 #include <algorithm>
 #include <boost/asio/post.hpp>
 #include <cstdlib>
+#include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
 
+#include "broker/kubeconfig.hpp"
 #include "broker/yaml_reader.hpp"
 #include "logging/log.hpp"
 #include "net/http_client.hpp"
 #include "net/tls_context.hpp"
+#include "net/tls_pem.hpp"
 #include "sources/file/file_connector.hpp"
 #include "sources/kube/kube_connector.hpp"
 #include "sources/mcp/mcp_connector.hpp"
@@ -93,6 +96,75 @@ bool parse_mcp(yaml_reader& r, const Node& section, upstreams_config* out) {
   return true;
 }
 
+// Where a kube context's server and credentials come from: written out
+// (server), a kubeconfig, or the pod's service account (in_cluster).
+// Settings written beside a kubeconfig or in_cluster take precedence.
+bool parse_kube_access(yaml_reader& r, const Node& s, const std::string& path,
+                       sources::kube::kube_config* c) {
+  bool in_cluster = false;
+  if (s["in_cluster"] && !r.flag(s["in_cluster"], path + ".in_cluster", &in_cluster)) return false;
+  const int origins = (s["server"] ? 1 : 0) + (s["kubeconfig"] ? 1 : 0) + (in_cluster ? 1 : 0);
+  if (origins != 1)
+    return r.fail(path,
+                  origins == 0
+                      ? "needs server (https://host:port of the API server), kubeconfig or in_cluster: true"
+                      : "server, kubeconfig and in_cluster each say where the API server is: keep one");
+  if ((s["kubeconfig_context"] && !s["kubeconfig"]) || (s["service_account_dir"] && !in_cluster))
+    return r.fail(path, s["kubeconfig_context"] ? "kubeconfig_context goes with kubeconfig"
+                                                : "service_account_dir goes with in_cluster: true");
+  kube_credentials found;
+  if (s["kubeconfig"]) {
+    std::string file, context;
+    if (!r.text(s["kubeconfig"], path + ".kubeconfig", &file)) return false;
+    if (s["kubeconfig_context"] && !r.text(s["kubeconfig_context"], path + ".kubeconfig_context", &context))
+      return false;
+    if (auto err = read_kubeconfig(file, context, &found)) return r.fail(path, *err);
+  } else if (in_cluster) {
+    std::string dir = service_account_dir;
+    if (s["service_account_dir"] && !r.text(s["service_account_dir"], path + ".service_account_dir", &dir))
+      return false;
+    if (auto err = read_in_cluster([](const char* name) { return std::getenv(name); }, dir, &found))
+      return r.fail(path, *err);
+  } else if (!r.text(s["server"], path + ".server", &found.server)) {
+    return false;
+  }
+  // Trust written here replaces the file's trust, an identity its identity.
+  if (s["ca_file"] || s["insecure_skip_verify"]) {
+    found.tls.ca_file.clear();
+    found.ca_pem.clear();
+    found.tls.insecure_skip_verify = false;
+  }
+  if (s["client_cert"] || s["client_key"]) {
+    found.tls.client_cert.clear();
+    found.tls.client_key.clear();
+    found.client_cert_pem.clear();
+    found.client_key_pem.clear();
+  }
+  c->server = found.server;
+  c->tls = found.tls;
+  if (!read_tls(r, s, path, &c->tls)) return false;
+  c->tls_inline = {found.ca_pem, found.client_cert_pem, found.client_key_pem};
+  const auto& pem = c->tls_inline;
+  if (s["token"] && !r.text(s["token"], path + ".token", &c->token)) return false;
+  if (s["token_file"] && !r.text(s["token_file"], path + ".token_file", &c->token_file)) return false;
+  if (s["token"] && s["token_file"])
+    return r.fail(path, "token and token_file both give the token: keep one");
+  if (!s["token"] && !s["token_file"]) {
+    c->token = found.token;
+    c->token_file = found.token_file;
+  }
+  if (!c->token_file.empty() && !std::ifstream(c->token_file).good())
+    return r.fail(path, "token_file " + c->token_file + ": cannot be read");
+  if (!c->tls.any() && !pem.any()) return true;  // https:// uses the shared context of the system store
+  net::http_url parsed;
+  std::string error;
+  if (!net::parse_http_url(c->server, &parsed, &error) || !parsed.tls)
+    return r.fail(path, tls_keys_misplaced("server"));
+  c->tls_context = net::make_tls_client_context(c->tls, pem, &error);
+  if (!c->tls_context) return r.fail(path, error);
+  return true;
+}
+
 bool parse_kube(yaml_reader& r, const Node& section, upstreams_config* out) {
   if (!section.IsMap()) return r.fail("kube", "must map context names to their API servers");
   for (const auto& kv : section) {
@@ -100,17 +172,15 @@ bool parse_kube(yaml_reader& r, const Node& section, upstreams_config* out) {
     auto path = "kube." + name;
     const auto& s = kv.second;
     if (!r.known_keys(s, path,
-                      {"server", "token", "timeout_ms", "watch_idle_timeout_ms", "ca_file", "client_cert",
+                      {"server", "kubeconfig", "kubeconfig_context", "in_cluster", "service_account_dir",
+                       "token", "token_file", "timeout_ms", "watch_idle_timeout_ms", "ca_file", "client_cert",
                        "client_key", "insecure_skip_verify"}))
       return false;
     if (name.empty() || name.find_first_of("/?#{}") != std::string::npos)
       return r.fail(path, "a context name must not contain / ? # { }");
     sources::kube::kube_config c;
     c.context = name;
-    if (!s["server"]) return r.fail(path, "needs server (https://host:port of the API server)");
-    if (!r.text(s["server"], path + ".server", &c.server)) return false;
-    if (!parse_tls(r, s, path, "server", c.server, &c.tls, &c.tls_context)) return false;
-    if (s["token"] && !r.text(s["token"], path + ".token", &c.token)) return false;
+    if (!parse_kube_access(r, s, path, &c)) return false;
     if (s["timeout_ms"] && !r.millis(s["timeout_ms"], path + ".timeout_ms", &c.request_timeout)) return false;
     if (s["watch_idle_timeout_ms"] &&
         !r.millis(s["watch_idle_timeout_ms"], path + ".watch_idle_timeout_ms", &c.watch_idle_timeout))
@@ -187,6 +257,40 @@ bool parse_backend(yaml_reader& r, const Node& n, const std::string& path,
   return true;
 }
 
+// watch.strategy.signature of a webhook resource.
+bool parse_signature(yaml_reader& r, const Node& n, const std::string& path,
+                     sources::web::signature_config* out) {
+  if (!r.known_keys(n, path,
+                    {"scheme", "secret", "previous_secrets", "header", "timestamp_header", "window_s"}))
+    return false;
+  std::string scheme;
+  if (!n["scheme"] || !r.text(n["scheme"], path + ".scheme", &scheme))
+    return r.fail(path, "needs scheme (github, stripe or hmac-sha256)");
+  auto parsed = sources::web::parse_signature_scheme(scheme);
+  if (!parsed) return r.fail(path + ".scheme", "must be github, stripe or hmac-sha256, not '" + scheme + "'");
+  out->scheme = *parsed;
+  if (!n["secret"] || !r.text(n["secret"], path + ".secret", &out->secret))
+    return r.fail(path, "needs secret");
+  if (out->secret.empty()) return r.fail(path + ".secret", "must not be empty");
+  if (n["previous_secrets"] &&
+      !r.texts(n["previous_secrets"], path + ".previous_secrets", &out->previous_secrets))
+    return false;
+  std::erase(out->previous_secrets, std::string());
+  for (const char* key : {"header", "timestamp_header"}) {
+    if (!n[key]) continue;
+    if (out->scheme != sources::web::signature_scheme::hmac_sha256)
+      return r.fail(path + "." + key, "is for scheme hmac-sha256 only (" + scheme + " names its own header)");
+    auto* field = std::string_view(key) == "header" ? &out->header : &out->timestamp_header;
+    if (!r.text(n[key], path + "." + key, field)) return false;
+  }
+  if (n["window_s"]) {
+    std::size_t window = 0;
+    if (!r.count(n["window_s"], path + ".window_s", 1, 86400, &window)) return false;
+    out->window = std::chrono::seconds(window);
+  }
+  return true;
+}
+
 bool parse_resource(yaml_reader& r, const Node& n, const std::string& path,
                     sources::web::web_resource_config* out) {
   if (!r.known_keys(n, path, {"uri", "name", "description", "mime_type", "backend", "watch"})) return false;
@@ -204,7 +308,7 @@ bool parse_resource(yaml_reader& r, const Node& n, const std::string& path,
   if (!r.known_keys(watch, path + ".watch", {"strategy"})) return false;
   auto s = watch["strategy"];
   auto spath = path + ".watch.strategy";
-  if (!r.known_keys(s, spath, {"type", "token", "previous_tokens", "interval_ms"})) return false;
+  if (!r.known_keys(s, spath, {"type", "token", "previous_tokens", "signature", "interval_ms"})) return false;
   std::string type;
   if (!s["type"] || !r.text(s["type"], spath + ".type", &type)) return r.fail(spath, "needs type");
   if (type == "webhook") {
@@ -214,7 +318,12 @@ bool parse_resource(yaml_reader& r, const Node& n, const std::string& path,
         !r.texts(s["previous_tokens"], spath + ".previous_tokens", &out->previous_tokens))
       return false;
     std::erase(out->previous_tokens, std::string());
+    if (s["signature"]) {
+      out->signature.emplace();
+      if (!parse_signature(r, s["signature"], spath + ".signature", &*out->signature)) return false;
+    }
   } else if (type == "poll") {
+    if (s["signature"]) return r.fail(spath + ".signature", "is for webhooks only");
     out->kind = sources::web::strategy::poll;
     if (s["interval_ms"] && !r.millis(s["interval_ms"], spath + ".interval_ms", &out->interval)) return false;
   } else {
@@ -248,6 +357,8 @@ json settings_of(const sources::mcp::mcp_config& c) {
 json settings_of(const sources::kube::kube_config& c) {
   return {{"server", c.server},
           {"token", c.token},
+          {"token_file", c.token_file},
+          {"tls_inline", {c.tls_inline.ca, c.tls_inline.client_cert, c.tls_inline.client_key}},
           {"tls", settings_of(c.tls)},
           {"timeout_ms", c.request_timeout.count()},
           {"watch_idle_timeout_ms", c.watch_idle_timeout.count()},

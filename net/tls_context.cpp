@@ -1,6 +1,9 @@
 #include "net/tls_context.hpp"
 
+#include "net/tls_pem.hpp"
+
 #include <fstream>
+#include <iterator>
 #include <map>
 #include <mutex>
 #include <utility>
@@ -18,6 +21,11 @@ bool readable(const std::string& path) {
   return std::ifstream(path).good();
 }
 
+std::string slurp(const std::string& path) {
+  std::ifstream in(path);
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
 std::shared_ptr<tls_context> client_context_base() {
   auto ctx = std::make_shared<tls_context>(ssl::context::tls_client);
   // TLS 1.0 and 1.1 are deprecated (RFC 8996); compression invites CRIME.
@@ -30,20 +38,34 @@ std::shared_ptr<tls_context> client_context_base() {
 
 std::shared_ptr<tls_context> make_tls_client_context(const tls_settings& settings, std::string* error,
                                                      const tls_setting_names& names) {
+  return make_tls_client_context(settings, tls_pem{}, error, names);
+}
+
+std::shared_ptr<tls_context> make_tls_client_context(const tls_settings& settings, const tls_pem& pem,
+                                                     std::string* error, const tls_setting_names& names) {
   auto fail = [error](const std::string& message) {
     if (error) *error = message;
     return nullptr;
   };
   auto ctx = client_context_base();
   boost::system::error_code ec;
-  if (settings.insecure_skip_verify && !settings.ca_file.empty())
+  if (!pem.ca.empty() && !settings.ca_file.empty())
+    return fail(names.ca_file + " is given twice (a file and inline data): keep one");
+  if (!pem.client_cert.empty() && !settings.client_cert.empty())
+    return fail(names.client_cert + " is given twice (a file and inline data): keep one");
+  if (!pem.client_key.empty() && !settings.client_key.empty())
+    return fail(names.client_key + " is given twice (a file and inline data): keep one");
+  if (settings.insecure_skip_verify && (!settings.ca_file.empty() || !pem.ca.empty()))
     return fail(names.insecure_skip_verify + " checks nothing, so " + names.ca_file +
                 " would be ignored: keep one of them");
   if (settings.insecure_skip_verify) {
     ctx->set_verify_mode(ssl::verify_none);
   } else {
     ctx->set_verify_mode(ssl::verify_peer);
-    if (settings.ca_file.empty()) {
+    if (!pem.ca.empty()) {
+      ctx->add_certificate_authority(boost::asio::buffer(pem.ca), ec);
+      if (ec) return fail(names.ca_file + " (inline data): no PEM certificate in it (" + ec.message() + ")");
+    } else if (settings.ca_file.empty()) {
       ctx->set_default_verify_paths(ec);
       if (ec) return fail("the system's CA store: " + ec.message());
     } else {
@@ -53,9 +75,20 @@ std::shared_ptr<tls_context> make_tls_client_context(const tls_settings& setting
       if (ec) return fail(names.ca_file + " " + file + ": no PEM certificate in it (" + ec.message() + ")");
     }
   }
-  if (settings.client_cert.empty() != settings.client_key.empty())
+  const bool has_cert = !settings.client_cert.empty() || !pem.client_cert.empty();
+  const bool has_key = !settings.client_key.empty() || !pem.client_key.empty();
+  if (has_cert != has_key)
     return fail(names.client_cert + " and " + names.client_key + " go together (mutual TLS needs both)");
-  if (!settings.client_cert.empty()) {
+  if (!pem.client_cert.empty() || !pem.client_key.empty()) {
+    // Inline data: a file given for the other half is read into the pair.
+    auto cert = pem.client_cert.empty() ? slurp(settings.client_cert) : pem.client_cert;
+    auto key = pem.client_key.empty() ? slurp(settings.client_key) : pem.client_key;
+    ctx->use_certificate_chain(boost::asio::buffer(cert), ec);
+    if (ec) return fail(names.client_cert + ": no PEM certificate in it (" + ec.message() + ")");
+    ctx->use_private_key(boost::asio::buffer(key), ssl::context::pem, ec);
+    if (ec)
+      return fail(names.client_key + ": not the PEM key of " + names.client_cert + " (" + ec.message() + ")");
+  } else if (!settings.client_cert.empty()) {
     const auto& cert = settings.client_cert;
     const auto& key = settings.client_key;
     if (!readable(cert)) return fail(names.client_cert + " " + cert + ": cannot be read");

@@ -47,6 +47,7 @@ constexpr std::string_view schema_version_key = "schema_version";
 constexpr std::string_view schema_version = "1";
 constexpr std::string_view next_stream_id_key = "next_stream_id";
 constexpr std::string_view node_id_key = "node_id";
+constexpr std::string_view webhook_token_key_key = "webhook_token_key";
 
 status from(const rocksdb::Status& s, std::string_view what) {
   if (s.ok()) return {};
@@ -647,22 +648,38 @@ status store::load_revocations(std::vector<revocation>* out) {
   return from(it->status(), "read revocations");
 }
 
-status store::get_node_id(std::optional<std::string>* out) {
+status store::get_meta_value(std::string_view name, std::optional<std::string>* out) {
   out->reset();
   std::string value;
-  auto got = db_->Get(rocksdb::ReadOptions(), families_[meta_cf], slice(node_id_key), &value);
+  auto got = db_->Get(rocksdb::ReadOptions(), families_[meta_cf], slice(name), &value);
   if (got.IsNotFound()) return {};
-  if (!got.ok()) return from(got, "read node_id");
-  if (value.empty()) return status::error("corrupt node_id in meta");
+  if (!got.ok()) return from(got, "read " + std::string(name));
+  if (value.empty()) return status::error("corrupt " + std::string(name) + " in meta");
   *out = std::move(value);
   return {};
 }
 
-status store::put_node_id(const std::string& id) {
-  // Synced whatever the durability: the id names this node to its peers.
+status store::put_meta_value(std::string_view name, const std::string& value) {
+  // Synced whatever the durability: these name the node and its secrets.
   rocksdb::WriteOptions wo;
   wo.sync = true;
-  return from(db_->Put(wo, families_[meta_cf], slice(node_id_key), slice(id)), "write node_id");
+  return from(db_->Put(wo, families_[meta_cf], slice(name), slice(value)), "write " + std::string(name));
+}
+
+status store::get_node_id(std::optional<std::string>* out) {
+  return get_meta_value(node_id_key, out);
+}
+
+status store::put_node_id(const std::string& id) {
+  return put_meta_value(node_id_key, id);
+}
+
+status store::get_webhook_token_key(std::optional<std::string>* out) {
+  return get_meta_value(webhook_token_key_key, out);
+}
+
+status store::put_webhook_token_key(const std::string& key) {
+  return put_meta_value(webhook_token_key_key, key);
 }
 
 status store::approximate_event_bytes(std::uint64_t stream_id, std::uint64_t* out) {

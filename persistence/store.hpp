@@ -173,6 +173,10 @@ class store {
   // a restart keeps it; nullopt before the first put.
   status get_node_id(std::optional<std::string>* out);
   status put_node_id(const std::string& id);
+  // The key a single node derives generated webhook tokens from (issue 24),
+  // kept so that they survive a restart; nullopt before the first put.
+  status get_webhook_token_key(std::optional<std::string>* out);
+  status put_webhook_token_key(const std::string& key);
 
   // RocksDB's estimate of the bytes a stream's events take, memtables
   // included (files are counted by the blocks the range touches).
@@ -199,6 +203,10 @@ class store {
   status resume();
 
  private:
+  // A named value of the meta family, written synced.
+  status get_meta_value(std::string_view name, std::optional<std::string>* out);
+  status put_meta_value(std::string_view name, const std::string& value);
+
   store() = default;
   durability durability_ = durability::sync;
   // RocksDB holds a raw pointer to it: it must outlive db_.

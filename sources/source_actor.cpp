@@ -1,5 +1,7 @@
 #include "sources/source_actor.hpp"
 
+#include <utility>
+
 #include <boost/asio/post.hpp>
 
 #include "actors/write_keys.hpp"
@@ -171,6 +173,7 @@ void fail_fast(self_ptr self, const std::string& reason,
 void subscribe_upstream(self_ptr self);
 void read_upstream(self_ptr self);
 void read_done(self_ptr self);
+bool announcing(const source_state& st);
 
 // One read at a time, and none while the previous one's events are being
 // stored (it would diff against the state before them): an update meanwhile
@@ -178,7 +181,7 @@ void read_done(self_ptr self);
 void request_read(self_ptr self) {
   auto& st = self->state;
   if (st.at == phase::failed) return;
-  if (st.reading || st.committing) {
+  if (st.reading || st.committing || announcing(st)) {
     st.read_again = true;
     return;
   }
@@ -215,29 +218,25 @@ void fail(self_ptr self, const std::string& reason) {
   send_write(self, req, done, std::chrono::milliseconds(0), true);
 }
 
-// The steps are used up: the source goes on retrying at the last step's
-// pace, and its stream says so once (an ERROR event that ends no watch).
-// Stored like a read, and reads wait behind it, so a GAP after it cannot
-// overtake it.
-void start_retrying(self_ptr self, const std::string& reason) {
+// The outage's ERROR event is stored after any read's write still under
+// way (so it follows the events read before it) and before any read after
+// it (so the GAP that ends the outage cannot overtake it).
+bool announcing(const source_state& st) {
+  return st.down && (st.down->announcing || !st.down->notice.empty());
+}
+
+void announce_outage(self_ptr self) {
   auto& st = self->state;
-  auto message = "the upstream is unreachable after " + std::to_string(st.failures) + " attempts: " + reason +
-                 "; retrying every " + std::to_string(st.cfg.backoff.back().count()) +
-                 " ms or a little sooner";
-  logging::warn("source.retrying", {{"uri", st.cfg.uri}, {"error", message}});
-  st.down = source_state::outage{std::chrono::system_clock::now(), nullptr};
-  if (st.cfg.metrics)
-    st.down->counted =
-        std::make_unique<probe::retrying_source>(*st.cfg.metrics, st.cfg.tenant, st.cfg.uri, reason);
+  if (!st.down || st.down->notice.empty() || st.down->announcing || st.committing) return;
   auto req = std::make_shared<actors::publish_request>();
-  req->events.push_back(retrying_event(st, message));
+  req->events.push_back(retrying_event(st, std::exchange(st.down->notice, {})));
   req->idempotency_key = st.key_prefix + std::to_string(++st.writes);
-  st.committing = true;
+  st.down->announcing = true;
   caf::actor_addr weak = self->address();
   auto done = [weak, self](const std::string& error) {
     post_back(weak, [self, error] {
       auto& st = self->state;
-      st.committing = false;
+      if (st.down) st.down->announcing = false;
       if (!error.empty()) logging::error("source.error_event_lost", {{"uri", st.cfg.uri}, {"error", error}});
       read_done(self);
     });
@@ -245,18 +244,38 @@ void start_retrying(self_ptr self, const std::string& reason) {
   send_write(self, req, done, std::chrono::milliseconds(0), false);
 }
 
+// The steps are used up: the source goes on retrying at the last step's
+// pace, and its stream says so once (an ERROR event that ends no watch).
+void start_retrying(self_ptr self, const std::string& reason) {
+  auto& st = self->state;
+  auto message = "the upstream is unreachable after " + std::to_string(st.failures) + " attempts: " + reason +
+                 "; retrying every " + std::to_string(st.cfg.backoff.back().count()) +
+                 " ms or a little sooner";
+  logging::warn("source.retrying", {{"uri", st.cfg.uri}, {"error", message}});
+  st.down = source_state::outage{std::chrono::steady_clock::now(), nullptr, message, false};
+  if (st.cfg.metrics)
+    st.down->counted =
+        std::make_unique<probe::retrying_source>(*st.cfg.metrics, st.cfg.tenant, st.cfg.uri, reason);
+  announce_outage(self);
+}
+
 void retry_later(self_ptr self, const std::string& reason) {
   auto& st = self->state;
   auto next = core::next_retry_wait(st.cfg.backoff, st.failures,
                                     std::uniform_real_distribution<double>(0.0, 1.0)(st.jitter));
   const bool first_retry = next.past_steps && st.at != phase::retrying;
+  const bool quiet = next.past_steps && !first_retry;
   set_phase(st, next.past_steps ? phase::retrying : phase::resubscribing, reason,
             std::chrono::system_clock::now() + next.wait);
-  logging::info("source.resubscribing", {{"uri", st.cfg.uri},
-                                         {"reason", reason},
-                                         {"attempt", static_cast<std::uint64_t>(st.failures + 1)},
-                                         {"wait_ms", static_cast<std::int64_t>(next.wait.count())}});
-  if (st.cfg.metrics) st.cfg.metrics->resubscribing(st.cfg.tenant, st.cfg.uri, reason);
+  // Past the first retry each attempt is a debug line only: an outage of
+  // hours must not fill the audit log (source.retrying and
+  // source.recovered bracket it, tidings_sources_retrying counts it).
+  logging::write(quiet ? logging::level::debug : logging::level::info, "source.resubscribing",
+                 {{"uri", st.cfg.uri},
+                  {"reason", reason},
+                  {"attempt", static_cast<std::uint64_t>(st.failures + 1)},
+                  {"wait_ms", static_cast<std::int64_t>(next.wait.count())}});
+  if (st.cfg.metrics && !quiet) st.cfg.metrics->resubscribing(st.cfg.tenant, st.cfg.uri, reason);
   if (first_retry) start_retrying(self, reason);
   auto generation = st.generation;
   self->delayed_send(self, next.wait, actors::task_atom::value, actors::actor_task{[self, generation] {
@@ -417,7 +436,7 @@ void commit_read(self_ptr self, core::resource_tracker next, std::vector<core::e
   const bool healing = st.down.has_value();
   if (healing)
     events.insert(events.begin(), healed_gap(std::chrono::duration_cast<std::chrono::milliseconds>(
-                                      std::chrono::system_clock::now() - st.down->since)));
+                                      std::chrono::steady_clock::now() - st.down->since)));
   auto count = events.size();
   auto generation = st.generation;
   auto done = [self, weak, shared_next, count, generation, healing](std::string error) {
@@ -425,6 +444,7 @@ void commit_read(self_ptr self, core::resource_tracker next, std::vector<core::e
       auto& st = self->state;
       st.committing = false;
       if (st.at == phase::failed) return;
+      announce_outage(self);  // one that waited for this write
       bool current = generation == st.generation;
       if (!error.empty()) {
         logging::error("source.commit_failed", {{"uri", st.cfg.uri}, {"error", error}});
@@ -445,7 +465,7 @@ void commit_read(self_ptr self, core::resource_tracker next, std::vector<core::e
       if (st.cfg.metrics && count > 0) st.cfg.metrics->notifications_sent(st.strategy, count);
       if (current && healing && st.down) {
         const auto down = std::chrono::duration_cast<std::chrono::milliseconds>(
-            std::chrono::system_clock::now() - st.down->since);
+            std::chrono::steady_clock::now() - st.down->since);
         logging::info("source.recovered",
                       {{"uri", st.cfg.uri}, {"down_ms", static_cast<std::int64_t>(down.count())}});
         if (st.down->counted) st.down->counted->recovered(down.count());

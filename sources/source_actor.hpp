@@ -71,8 +71,10 @@ struct source_state {
 
   // The upstream has been away past the backoff steps.
   struct outage {
-    std::chrono::system_clock::time_point since;      // when the source started retrying
+    std::chrono::steady_clock::time_point since;      // when the source started retrying
     std::unique_ptr<probe::retrying_source> counted;  // in the metrics while it lasts
+    std::string notice;                               // its ERROR event's message, until sent
+    bool announcing = false;                          // that event is being stored
   };
 
   source_config cfg;

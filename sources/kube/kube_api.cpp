@@ -3,15 +3,48 @@
 #include "sources/kube/kube_uri.hpp"
 
 #include <algorithm>
+#include <cctype>
+#include <fstream>
+#include <iterator>
+#include <map>
+#include <mutex>
 #include <utility>
+#include <vector>
+
+#include "core/suggest.hpp"
+#include "logging/log.hpp"
 
 namespace tidings::sources::kube {
 
 using nlohmann::json;
 
+namespace {
+
+// The token in `path` now, else the last one read from it. Requests run on
+// the sources thread, but a lock costs nothing next to a request.
+std::string token_in_file(const std::string& path) {
+  static std::mutex mutex;
+  static std::map<std::string, std::string> last_read;
+  std::ifstream in(path);
+  std::string token{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+  while (!token.empty() && std::isspace(static_cast<unsigned char>(token.back()))) token.pop_back();
+  std::lock_guard lock(mutex);
+  if (!in || token.empty()) {
+    auto it = last_read.find(path);
+    if (it == last_read.end()) return {};
+    logging::warn("source.kube_token_unreadable", {{"file", path}, {"using", "the token read before"}});
+    return it->second;
+  }
+  last_read[path] = token;
+  return token;
+}
+
+}  // namespace
+
 net::http_headers kube_headers(const kube_config& config) {
   net::http_headers h = {{"Accept", "application/json"}};
-  if (!config.token.empty()) h.emplace_back("Authorization", "Bearer " + config.token);
+  auto token = config.token_file.empty() ? config.token : token_in_file(config.token_file);
+  if (!token.empty()) h.emplace_back("Authorization", "Bearer " + token);
   return h;
 }
 
@@ -63,6 +96,8 @@ class list_pager : public net::http_call, public std::enable_shared_from_this<li
     call_.reset();
     if (cancelled_) return;
     if (!r.error.empty()) return finish(std::move(r.error));
+    if (r.response.status == 404 && pages_ == 0)
+      return explain_not_found(kube_status_message(r.response.status, r.response.body));
     if (r.response.status != 200) return finish(kube_status_message(r.response.status, r.response.body));
     bytes_ += r.response.body.size();
     json body = json::parse(r.response.body, nullptr, false);
@@ -100,6 +135,47 @@ class list_pager : public net::http_call, public std::enable_shared_from_this<li
       return fetch(continue_token);
     }
     finish("");
+  }
+
+  // A collection the API server does not have: its discovery document
+  // (/api/v1, /apis/GROUP/VERSION) tells what it does have, for the
+  // seed's "did you mean". The error stands as it was if that fails.
+  void explain_not_found(std::string error) {
+    const auto path = target_.substr(0, target_.find('?'));
+    const auto slash = path.rfind('/');
+    const auto resource = path.substr(slash + 1);
+    const auto ns = path.find("/namespaces/");
+    const auto discovery = path.substr(0, ns != std::string::npos ? ns : slash);
+    net::http_request req;
+    req.url = config_.server + discovery;
+    req.tls = config_.tls_context;
+    req.headers = kube_headers(config_);
+    req.timeout = config_.request_timeout;
+    req.max_body_bytes = std::size_t{4} * 1024 * 1024;
+    call_ = net::http_fetch(
+        ioc_, std::move(req),
+        [self = shared_from_this(), error, resource, discovery](const net::http_result& r) mutable {
+          self->call_.reset();
+          if (self->cancelled_) return;
+          if (r.error.empty() && r.response.status == 200)
+            error += resource_hint(r.response.body, resource, discovery);
+          self->finish(std::move(error));
+        });
+  }
+
+  static std::string resource_hint(const std::string& body, const std::string& resource,
+                                   const std::string& discovery) {
+    const json doc = json::parse(body, nullptr, false);
+    const auto list = doc.is_object() ? doc.find("resources") : doc.end();
+    if (!doc.is_object() || list == doc.end() || !list->is_array()) return {};
+    std::vector<std::string> names;
+    for (const auto& r : *list)
+      if (r.is_object() && r.contains("name") && r["name"].is_string() &&
+          r["name"].get_ref<const std::string&>().find('/') == std::string::npos)
+        names.push_back(r["name"].get<std::string>());
+    if (std::find(names.begin(), names.end(), resource) != names.end()) return {};
+    auto hint = core::did_you_mean(resource, names);
+    return "; " + discovery + " has no resource '" + resource + "'" + (hint.empty() ? "" : "; " + hint);
   }
 
   void finish(std::string error) {

@@ -10,6 +10,7 @@
 #include <string>
 
 #include "net/tls_context.hpp"
+#include "net/tls_pem.hpp"
 
 namespace tidings::sources::kube {
 
@@ -21,10 +22,15 @@ struct kube_config {
   // https:// only: the trust and client certificate (issue 24), and the
   // context made from them when the config was read (null: the system store).
   net::tls_settings tls;
+  net::tls_pem tls_inline;  // a kubeconfig's *-data, in place of the files
   std::shared_ptr<net::tls_context> tls_context;
 
   // Sent as "Authorization: Bearer <token>"; "" sends none. Never logged.
   std::string token;
+  // Or the token in this file, read at each request (a projected
+  // service-account token is replaced about hourly); the last one read is
+  // used while the file cannot be.
+  std::string token_file;
   // Each list request (connect to the whole body) and each watch's head.
   std::chrono::milliseconds request_timeout{10000};
   // A watch with no bytes for this long ends (dead peer); bookmarks are

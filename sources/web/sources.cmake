@@ -4,4 +4,5 @@ list(APPEND TIDINGS_SOURCES_FILES
   web/backend_read.cpp
   web/webhook_upstream.cpp
   web/poll_upstream.cpp
-  web/web_connector.cpp)
+  web/web_connector.cpp
+  web/webhook_signature.cpp)

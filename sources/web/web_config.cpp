@@ -20,6 +20,8 @@ std::vector<std::string> check_web_config(const web_config& cfg) {
         errors.push_back("resource " + r.uri + ": backend url: " + error);
     }
     if (r.kind != strategy::webhook) continue;
+    if (r.signature && r.signature->secret.empty())
+      errors.push_back("resource " + r.uri + ": a webhook signature needs a secret");
     std::vector<std::string> tokens = r.previous_tokens;
     if (!r.token.empty()) tokens.push_back(r.token);
     for (const auto& t : tokens) {

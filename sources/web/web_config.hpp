@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "net/http_client.hpp"
+#include "sources/web/webhook_signature.hpp"
 
 namespace tidings::sources::web {
 
@@ -44,9 +45,13 @@ struct web_resource_config {
   std::optional<backend_config> backend;
   strategy kind = strategy::webhook;
   // webhook: the current token and those still accepted during a rotation.
-  // An empty token is replaced by a random UUIDv4 when the connector starts.
+  // An empty token is replaced by one derived from web_config::token_key
+  // when the connector starts (the same after a restart, and on every
+  // node of a cluster).
   std::string token;
   std::vector<std::string> previous_tokens;
+  // webhook: a signature every call must carry besides the token.
+  std::optional<signature_config> signature;
   // poll (needs a backend): raised to web_config::poll_floor when smaller.
   std::chrono::milliseconds interval{60000};
 
@@ -60,19 +65,25 @@ struct web_config {
   // An operator's bound, not a resource's (at least lowest_poll_floor); the
   // tests lower it so that a poll is seen in a second rather than ten.
   std::chrono::milliseconds poll_floor = default_poll_floor;
+  // The key generated tokens are derived from: the cluster secret in a
+  // cluster, else a key kept in the node's store. Set by the node, not read
+  // from the file.
+  std::string token_key;
 };
 
 // A webhook resource's tokens, as a reload hands them to the running
 // connector (web_connector::update_tokens).
 struct webhook_tokens {
   std::string uri;
-  std::string token;  // empty: a random one (the one generated at start is kept)
+  std::string token;  // empty: the generated one
   std::vector<std::string> previous_tokens;
+  std::optional<signature_config> signature;
 };
 
 // The configuration's mistakes, each naming the resources involved: a token
 // shared by two resources (the gateway lets the later win silently; we
-// refuse), a duplicate URI, a poll without a backend, a bad backend URL.
+// refuse), a duplicate URI, a poll without a backend, a bad backend URL, a
+// signature without a secret.
 std::vector<std::string> check_web_config(const web_config& cfg);
 
 }  // namespace tidings::sources::web

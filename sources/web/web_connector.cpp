@@ -16,10 +16,6 @@
 
 namespace tidings::sources::web {
 
-std::string token_hint(std::string_view token) {
-  return std::string(token.substr(0, 4)) + "…";
-}
-
 std::string random_uuid_v4() {
   std::array<unsigned char, 16> b{};
   if (RAND_bytes(b.data(), static_cast<int>(b.size())) != 1)
@@ -36,6 +32,13 @@ std::string random_uuid_v4() {
   return out;
 }
 
+std::string generated_token(const std::string& key, std::string_view uri) {
+  if (key.empty()) return random_uuid_v4();
+  // A label of its own, so the token is no digest anything else computes
+  // with the same key (the cluster secret signs member records).
+  return hmac_sha256_hex(key, "tidings webhook token\n" + std::string(uri)).substr(0, 32);
+}
+
 web_connector::web_connector(boost::asio::io_context& ioc, web_config cfg) : ioc_(ioc), cfg_(std::move(cfg)) {
   for (auto& r : cfg_.resources) {
     if (r.kind == strategy::poll && r.interval < cfg_.poll_floor) {
@@ -46,12 +49,10 @@ web_connector::web_connector(boost::asio::io_context& ioc, web_config cfg) : ioc
       r.interval = cfg_.poll_floor;
     }
     if (r.kind == strategy::webhook && r.token.empty()) {
-      r.token = random_uuid_v4();
+      r.token = generated_token(cfg_.token_key, r.uri);
       generated_.insert(r.uri);
-      // Tokens are credentials and never logged whole (docs/security.md):
-      // a generated one only keeps a scratch resource unreachable until the
-      // config sets one.
-      logging::info("webhook.token_generated", {{"uri", r.uri}, {"token", token_hint(r.token)}});
+      // A token is a credential: not even a hint of it goes to the log.
+      logging::info("webhook.token_generated", {{"uri", r.uri}, {"shown_by", "GET /admin/v1/webhooks"}});
     }
   }
 }
@@ -122,33 +123,35 @@ void web_connector::update_tokens(const std::vector<webhook_tokens>& tokens) {
     auto it = std::find_if(cfg_.resources.begin(), cfg_.resources.end(),
                            [&](const web_resource_config& r) { return r.uri == t.uri; });
     if (it == cfg_.resources.end() || it->kind != strategy::webhook) continue;
-    bool changed = it->previous_tokens != t.previous_tokens;
+    bool changed = it->previous_tokens != t.previous_tokens || it->signature != t.signature;
     it->previous_tokens = t.previous_tokens;
+    it->signature = t.signature;
     if (!t.token.empty()) {
       changed = changed || it->token != t.token;
       it->token = t.token;
       generated_.erase(t.uri);
     } else if (!generated_.contains(t.uri)) {
       // The configured token was removed: it must stop working.
-      it->token = random_uuid_v4();
+      it->token = generated_token(cfg_.token_key, t.uri);
       generated_.insert(t.uri);
       changed = true;
     }
     if (changed)
       logging::info("webhook.tokens_updated",
                     {{"uri", it->uri},
-                     {"token", token_hint(it->token)},
-                     {"previous_tokens", static_cast<std::uint64_t>(it->previous_tokens.size())}});
+                     {"generated", generated_.contains(t.uri)},
+                     {"previous_tokens", static_cast<std::uint64_t>(it->previous_tokens.size())},
+                     {"signature", it->signature ? scheme_name(it->signature->scheme) : "none"}});
   }
 }
 
-std::optional<std::string> web_connector::fire(std::string_view token) {
+webhook_answer web_connector::fire(const webhook_call& call) {
   const web_resource_config* match = nullptr;
   auto check = [&](const std::string& candidate, const web_resource_config& r) {
     // Every candidate is compared, equal lengths with CRYPTO_memcmp, so the
     // time taken does not tell how much of a token was right.
-    bool equal = candidate.size() == token.size() && !candidate.empty() &&
-                 CRYPTO_memcmp(candidate.data(), token.data(), token.size()) == 0;
+    bool equal = candidate.size() == call.token.size() && !candidate.empty() &&
+                 CRYPTO_memcmp(candidate.data(), call.token.data(), call.token.size()) == 0;
     if (equal) match = &r;
   };
   for (const auto& r : cfg_.resources) {
@@ -157,13 +160,38 @@ std::optional<std::string> web_connector::fire(std::string_view token) {
     for (const auto& old : r.previous_tokens) check(old, r);
   }
   if (!match) {
-    logging::info("webhook.unknown_token", {{"token", token_hint(token)}});
-    return std::nullopt;
+    // Not even a part of it: it may be a token that was valid once.
+    logging::info("webhook.unknown_token", {{"length", static_cast<std::uint64_t>(call.token.size())}});
+    return {404, {}, "unknown webhook token"};
+  }
+  if (match->signature) {
+    const auto& sig = *match->signature;
+    auto verdict = check_signature(sig, call.headers, call.body, call.now);
+    if (!verdict.error.empty()) {
+      logging::warn("webhook.signature_refused", {{"uri", match->uri}, {"error", verdict.error}});
+      return {401, {}, verdict.error};
+    }
+    if (auto first = replays_[match->uri].remember(verdict.replay_key, call.now, sig.window)) {
+      auto ago = std::chrono::duration_cast<std::chrono::seconds>(call.now - *first).count();
+      auto error = "webhook delivery replayed: this signature was accepted " + std::to_string(ago) + " s ago";
+      logging::warn("webhook.replay_refused", {{"uri", match->uri}, {"error", error}});
+      return {409, {}, error};
+    }
   }
   auto live = live_.find(match->uri);
   logging::info("webhook.fired", {{"uri", match->uri}, {"subscribed", live != live_.end()}});
   if (live != live_.end()) live->second->fire();
-  return match->uri;
+  return {200, match->uri, {}};
+}
+
+std::vector<webhook_info> web_connector::webhooks() const {
+  std::vector<webhook_info> out;
+  for (const auto& r : cfg_.resources) {
+    if (r.kind != strategy::webhook) continue;
+    out.push_back({r.uri, r.token, generated_.contains(r.uri), r.previous_tokens.size(),
+                   r.signature ? scheme_name(r.signature->scheme) : "", live_.contains(r.uri)});
+  }
+  return out;
 }
 
 }  // namespace tidings::sources::web

@@ -3,8 +3,10 @@
 // The connector "resources": every webhook and poll resource of the
 // configuration (web_config.hpp), each listed by its exact URI. It also
 // answers POST /webhooks/resource-updated/{token}: fire() routes a token to
-// its resource and, when something is subscribed, to its live upstream.
+// its resource, checks the call's signature where one is configured, and,
+// when something is subscribed, tells its live upstream.
 
+#include <chrono>
 #include <map>
 #include <optional>
 #include <set>
@@ -19,10 +21,35 @@ namespace tidings::sources::web {
 
 class webhook_upstream;
 
+// One POST /webhooks/resource-updated/{token}.
+struct webhook_call {
+  std::string_view token;
+  std::string_view body;
+  header_lookup headers;
+  std::chrono::system_clock::time_point now;
+};
+
+struct webhook_answer {
+  unsigned status = 200;  // 404 unknown token, 401 bad signature, 409 a replay
+  std::string uri;        // 200: the resource fired
+  std::string error;
+};
+
+// A webhook resource as an operator's admin view shows it (the token in
+// full: GET /admin/v1/webhooks is how a generated one is learnt).
+struct webhook_info {
+  std::string uri;
+  std::string token;
+  bool generated = false;
+  std::size_t previous_tokens = 0;
+  std::string signature;  // the scheme, "" for none
+  bool subscribed = false;
+};
+
 class web_connector final : public connector {
  public:
-  // Generates the tokens left empty (and logs their URLs). The config must
-  // have passed check_web_config.
+  // Derives the tokens left empty from cfg.token_key (and logs that it did,
+  // never the token). The config must have passed check_web_config.
   web_connector(boost::asio::io_context& ioc, web_config cfg);
   ~web_connector() override;
 
@@ -33,13 +60,15 @@ class web_connector final : public connector {
   void read(const std::string& uri, std::function<void(read_outcome)> done) override;
   void stop() override;
 
-  // The URI the token routes to (comparing every token in constant time),
-  // after telling its live upstream, if any; nullopt for an unknown token.
-  std::optional<std::string> fire(std::string_view token);
+  // Routes the token (comparing every token in constant time), checks the
+  // signature if the resource has one, and tells its live upstream, if any.
+  webhook_answer fire(const webhook_call& call);
 
-  // A reload's new tokens: from now on fire() accepts these (and no other)
-  // for each listed resource; resources not listed keep theirs.
+  // A reload's new tokens and signatures: from now on fire() accepts these
+  // (and no other) for each listed resource; resources not listed keep theirs.
   void update_tokens(const std::vector<webhook_tokens>& tokens);
+
+  std::vector<webhook_info> webhooks() const;
 
   const std::vector<std::string>& allowed_origins() const { return cfg_.allowed_origins; }
 
@@ -51,12 +80,15 @@ class web_connector final : public connector {
   std::string name_ = "resources";
   std::set<std::string, std::less<>> generated_;  // uris whose token was generated, not configured
   std::map<std::string, webhook_upstream*, std::less<>> live_;  // uri -> the subscribed upstream
+  std::map<std::string, replay_guard, std::less<>> replays_;    // uri -> signatures accepted lately
 };
-
-// "ab12…" for logs: a token is never logged in full.
-std::string token_hint(std::string_view token);
 
 // A random UUIDv4 (from the OS's random source).
 std::string random_uuid_v4();
+
+// The token of a webhook resource configured without one: 32 hex digits of
+// an HMAC of its URI under `key`, so the same key gives the same token after
+// a restart and on every node. An empty key gives a random one.
+std::string generated_token(const std::string& key, std::string_view uri);
 
 }  // namespace tidings::sources::web

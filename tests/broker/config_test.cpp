@@ -513,3 +513,43 @@ TEST_CASE(
   REQUIRE(all.web.resources.size() == 1);
   CHECK(all.web.resources[0].backend->tls.insecure_skip_verify);
 }
+
+TEST_CASE("a webhook's signature is read, checked, and applied live on reload", "[config][webhook]") {
+  auto hook = [](const std::string& signature) {
+    return "upstreams:\n  resources:\n    - uri: hook://deploys\n      watch: {strategy: {type: webhook, "
+           "token: token-one-0123456789, signature: {" +
+           signature + "}}}\n";
+  };
+  temp_file file(hook("scheme: stripe, secret: whsec_1, window_s: 60"));
+  auto running = parsed({"--config", file.path()});
+  REQUIRE(running.upstreams.web.resources.size() == 1);
+  const auto& sig = running.upstreams.web.resources[0].signature;
+  REQUIRE(sig);
+  CHECK(sig->scheme == tidings::sources::web::signature_scheme::stripe);
+  CHECK(sig->secret == "whsec_1");
+  CHECK(sig->window == std::chrono::seconds(60));
+
+  // A rotated secret goes to the running connector with the tokens.
+  file.write(hook("scheme: stripe, secret: whsec_2, previous_secrets: [whsec_1]"));
+  auto plan = plan_for(running, file.path());
+  CHECK(plan.restart_needed.empty());
+  REQUIRE(plan.webhook_tokens);
+  REQUIRE((*plan.webhook_tokens)[0].signature);
+  CHECK((*plan.webhook_tokens)[0].signature->secret == "whsec_2");
+  CHECK((*plan.webhook_tokens)[0].signature->previous_secrets == std::vector<std::string>{"whsec_1"});
+
+  auto error_of = [&](const std::string& yaml) {
+    file.write(yaml);
+    return parse_error({"--config", file.path()});
+  };
+  const std::string at = "resources[0].watch.strategy.signature";
+  CHECK(error_of(hook("scheme: gitlab, secret: s"))
+            .ends_with(at + ".scheme: must be github, stripe or hmac-sha256, not 'gitlab'"));
+  CHECK(error_of(hook("scheme: github")).ends_with(at + ": needs secret"));
+  CHECK(error_of(hook("scheme: github, secret: \"\"")).ends_with(at + ".secret: must not be empty"));
+  CHECK(error_of(hook("scheme: github, secret: s, header: X-Sig"))
+            .ends_with(at + ".header: is for scheme hmac-sha256 only (github names its own header)"));
+  CHECK(error_of(hook("scheme: hmac-sha256, secret: s, window_s: 0"))
+            .ends_with(at + ".window_s: must be a whole number from 1 to 86400"));
+  CHECK(error_of(hook("scheme: hmac-sha256, secret: s, sign: yes")).find("sign") != std::string::npos);
+}

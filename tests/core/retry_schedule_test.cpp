@@ -40,7 +40,8 @@ TEST_CASE("past the steps a source retries for ever at the last step, less up to
 }
 
 TEST_CASE("a retry past the steps never waits zero, however short the cap", "[retry_schedule]") {
-  const std::vector<std::chrono::milliseconds> steps{1ms};
+  const std::vector<std::chrono::milliseconds> steps{0ms};
+  CHECK(next_retry_wait(steps, 1, 0.0).wait == 1ms);
   CHECK(next_retry_wait(steps, 1, 0.99).wait == 1ms);
   CHECK(next_retry_wait(steps, 1, 0.99).past_steps);
 }

@@ -1,5 +1,6 @@
 #include "tests/support/fake_kube_server.hpp"
 
+#include <algorithm>
 #include <cctype>
 #include <cstdio>
 #include <deque>
@@ -45,6 +46,28 @@ std::map<std::string, std::string> query_params(std::string_view query) {
     out[decode(param.substr(0, eq))] = eq == std::string_view::npos ? "" : decode(param.substr(eq + 1));
   }
   return out;
+}
+
+// The discovery prefix of a collection path: /api/v1 or /apis/GROUP/VERSION.
+std::string group_version_path(const std::string& path) {
+  const auto ns = path.find("/namespaces/");
+  return path.substr(0, ns != std::string::npos ? ns : path.rfind('/'));
+}
+
+// GET /api/v1 or /apis/GROUP/VERSION: the resources of the collections set
+// under it (an APIResourceList, as a real API server answers discovery).
+template <class Collections>
+std::optional<json> discovery_document(const std::string& path, const Collections& collections) {
+  const bool core = path == "/api/v1";
+  const bool group = path.starts_with("/apis/") && std::count(path.begin(), path.end(), '/') == 3;
+  if (!core && !group) return std::nullopt;
+  json resources = json::array();
+  for (const auto& [collection_path, c] : collections)
+    if (group_version_path(collection_path) == path)
+      resources.push_back(
+          {{"name", collection_path.substr(collection_path.rfind('/') + 1)}, {"namespaced", true}});
+  return json{
+      {"kind", "APIResourceList"}, {"groupVersion", path.substr(core ? 5 : 6)}, {"resources", resources}};
 }
 
 json status(int code, const std::string& reason, const std::string& message) {
@@ -127,6 +150,7 @@ class fake_kube_server::session : public std::enable_shared_from_this<session> {
 
     std::optional<collection> coll;
     std::optional<bool> gone;
+    std::optional<json> discovery;
     bool authorized = true;
     std::size_t page_size = 0;
     {
@@ -136,6 +160,8 @@ class fake_kube_server::session : public std::enable_shared_from_this<session> {
       authorized = server_.token_.empty() || rec.authorization == "Bearer " + server_.token_;
       if (const auto c = server_.collections_.find(rec.path); c != server_.collections_.end())
         coll = c->second;
+      else
+        discovery = discovery_document(rec.path, server_.collections_);
       if (authorized && coll && rec.watch && server_.gone_next_) {
         gone = server_.gone_next_;
         server_.gone_next_.reset();
@@ -144,6 +170,7 @@ class fake_kube_server::session : public std::enable_shared_from_this<session> {
     if (!authorized) return answer(http::status::unauthorized, status(401, "Unauthorized", "Unauthorized"));
     if (rec.method != "GET")
       return answer(http::status::method_not_allowed, status(405, "MethodNotAllowed", "only GET is served"));
+    if (!coll && discovery && !rec.watch) return answer(http::status::ok, *discovery);
     if (!coll)
       return answer(http::status::not_found,
                     status(404, "NotFound", "the server could not find the requested resource"));

@@ -281,7 +281,13 @@ TEST_CASE("kube upstream fails subscribe fast with the API server's message", "[
     REQUIRE(run_until(f.ioc, [&] { return f.ended.has_value(); }));
     CHECK(*f.ended ==
           "kube:test nosuchthings: list failed: 404 NotFound: the server could not find the requested "
-          "resource");
+          "resource; /api/v1 has no resource 'nosuchthings'");
+  }
+  SECTION("a typo of a resource the API server has: did you mean") {
+    f.open("kube://test/confgimaps?namespace=default");
+    f.subscribe();
+    REQUIRE(run_until(f.ioc, [&] { return f.ended.has_value(); }));
+    CHECK(f.ended->ends_with("; /api/v1 has no resource 'confgimaps'; did you mean: configmaps"));
   }
   SECTION("bad token") {
     f.server.require_token("other");
