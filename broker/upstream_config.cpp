@@ -233,12 +233,32 @@ bool parse_files(yaml_reader& r, const Node& section, upstreams_config* out) {
 
 bool parse_backend(yaml_reader& r, const Node& n, const std::string& path,
                    sources::web::backend_config* out) {
-  if (!r.known_keys(n, path,
-                    {"url", "headers", "expected_status_codes", "timeout_ms", "ca_file", "client_cert",
-                     "client_key", "insecure_skip_verify"}))
+  if (!r.known_keys(
+          n, path,
+          {"kind", "url", "method", "body", "headers", "expected_status_codes", "require_json_response",
+           "timeout_ms", "ca_file", "client_cert", "client_key", "insecure_skip_verify"}))
     return false;
+  std::string kind = "http";
+  if (n["kind"] && !r.text(n["kind"], path + ".kind", &kind)) return false;
+  if (kind != "http") return r.fail(path + ".kind", "must be http, not '" + kind + "'");
   if (!n["url"]) return r.fail(path, "needs url");
   if (!r.text(n["url"], path + ".url", &out->url)) return false;
+  if (n["method"]) {
+    std::string method;
+    if (!r.text(n["method"], path + ".method", &method)) return false;
+    std::transform(method.begin(), method.end(), method.begin(),
+                   [](unsigned char c) { return static_cast<char>(std::toupper(c)); });
+    if (method != "GET" && method != "POST")
+      return r.fail(path + ".method", "must be get or post, not '" + method + "'");
+    out->method = method;
+  }
+  if (n["body"]) {
+    if (out->method != "POST") return r.fail(path + ".body", "goes with method: post");
+    if (!r.text(n["body"], path + ".body", &out->body)) return false;
+  }
+  if (n["require_json_response"] &&
+      !r.flag(n["require_json_response"], path + ".require_json_response", &out->require_json_response))
+    return false;
   if (!parse_tls(r, n, path, "url", out->url, &out->tls, &out->tls_context)) return false;
   if (n["headers"] && !r.string_map(n["headers"], path + ".headers", &out->headers)) return false;
   if (n["expected_status_codes"]) {
@@ -304,7 +324,16 @@ bool parse_resource(yaml_reader& r, const Node& n, const std::string& path,
     if (!parse_backend(r, n["backend"], path + ".backend", &*out->backend)) return false;
   }
   auto watch = n["watch"];
-  if (!watch || !watch["strategy"]) return r.fail(path, "needs watch.strategy (webhook or poll)");
+  // Nothing polls without a watch: block (invariant 1); one without a
+  // strategy is the operator's opt-in to a poll every 60 s.
+  if (!watch)
+    return r.fail(path, "needs watch (with strategy webhook or poll; without one it polls every 60 s)");
+  if (watch.IsNull() || (watch.IsMap() && !watch["strategy"])) {
+    if (watch.IsMap() && !r.known_keys(watch, path + ".watch", {"strategy"})) return false;
+    out->kind = sources::web::strategy::poll;
+    out->interval = sources::web::default_poll_interval;
+    return true;
+  }
   if (!r.known_keys(watch, path + ".watch", {"strategy"})) return false;
   auto s = watch["strategy"];
   auto spath = path + ".watch.strategy";
@@ -398,6 +427,9 @@ json settings_of(const sources::web::web_config& c) {
                 {"interval_ms", interval.count()}};
     if (r.backend)
       one["backend"] = {{"url", r.backend->url},
+                        {"method", r.backend->method},
+                        {"body", r.backend->body},
+                        {"require_json_response", r.backend->require_json_response},
                         {"headers", r.backend->headers},
                         {"tls", settings_of(r.backend->tls)},
                         {"expected_status_codes", r.backend->expected_status_codes},

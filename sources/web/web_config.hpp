@@ -17,7 +17,9 @@
 namespace tidings::sources::web {
 
 struct backend_config {
-  std::string url;  // http[s]://host:port/path
+  std::string url;             // http[s]://host:port/path
+  std::string method = "GET";  // or POST, with `body`
+  std::string body;
   net::http_headers headers;
   // https:// only: the trust and client certificate (issue 24), and the
   // context made from them when the config was read (null: the system store).
@@ -28,7 +30,14 @@ struct backend_config {
       200};  // others fail the read (404 may be listed: a delete as a change)
   std::chrono::milliseconds timeout{10000};
   std::size_t max_body_bytes = 4 * 1024 * 1024;
+  // A body that is not JSON fails the read (an HTML error page with 200,
+  // a captive portal) instead of becoming the resource's state.
+  bool require_json_response = false;
 };
+
+// A poll whose watch: block names no strategy (the operator's opt-in,
+// seeds/001).
+inline constexpr std::chrono::milliseconds default_poll_interval{60000};
 
 enum class strategy { webhook, poll };
 
@@ -53,7 +62,7 @@ struct web_resource_config {
   // webhook: a signature every call must carry besides the token.
   std::optional<signature_config> signature;
   // poll (needs a backend): raised to web_config::poll_floor when smaller.
-  std::chrono::milliseconds interval{60000};
+  std::chrono::milliseconds interval = default_poll_interval;
 
   // Its backend's TLS peer goes unchecked (insecure_skip_verify).
   bool tls_unverified() const { return backend && backend->tls.insecure_skip_verify; }

@@ -553,3 +553,35 @@ TEST_CASE("a webhook's signature is read, checked, and applied live on reload", 
             .ends_with(at + ".window_s: must be a whole number from 1 to 86400"));
   CHECK(error_of(hook("scheme: hmac-sha256, secret: s, sign: yes")).find("sign") != std::string::npos);
 }
+
+TEST_CASE("a resource's watch without a strategy polls every 60 s, and its backend may POST and require JSON",
+          "[config]") {
+  auto resource = [](const std::string& backend, const std::string& watch) {
+    return "upstreams:\n  resources:\n    - uri: drive://x\n      backend: {url: \"http://127.0.0.1:9/x\"" +
+           backend + "}\n      watch:" + watch + "\n";
+  };
+  temp_file file(resource("", " {}"));
+  auto polled = parsed({"--config", file.path()}).upstreams.web.resources.at(0);
+  CHECK(polled.kind == tidings::sources::web::strategy::poll);
+  CHECK(polled.interval == std::chrono::seconds(60));
+  file.write(resource("", ""));  // `watch:` with nothing under it
+  CHECK(parsed({"--config", file.path()}).upstreams.web.resources.at(0).kind ==
+        tidings::sources::web::strategy::poll);
+
+  file.write(resource(", kind: http, method: post, body: '{\"q\":1}', require_json_response: true", " {}"));
+  auto posted = parsed({"--config", file.path()}).upstreams.web.resources.at(0).backend.value();
+  CHECK(posted.method == "POST");
+  CHECK(posted.body == "{\"q\":1}");
+  CHECK(posted.require_json_response);
+
+  const std::string at = "upstreams.resources[0].backend";
+  file.write(resource(", kind: grpc", " {}"));
+  CHECK(parse_error({"--config", file.path()}).ends_with(at + ".kind: must be http, not 'grpc'"));
+  file.write(resource(", method: put", " {}"));
+  CHECK(parse_error({"--config", file.path()}).ends_with(at + ".method: must be get or post, not 'PUT'"));
+  file.write(resource(", body: x", " {}"));
+  CHECK(parse_error({"--config", file.path()}).ends_with(at + ".body: goes with method: post"));
+  // Without a backend there is nothing to poll: a watch is still needed.
+  file.write("upstreams:\n  resources:\n    - uri: drive://x\n");
+  CHECK(parse_error({"--config", file.path()}).find("needs watch") != std::string::npos);
+}

@@ -2,14 +2,17 @@
 // 300 SSE sessions spread over three nodes all name one PostgreSQL channel
 // (a real server from Debian, tests/support/postgres_server); the channel's
 // source runs once, on the owner of its stream `src:<hash>`, which feeds
-// each other node once, and PostgreSQL itself sees exactly one LISTEN.
+// each other node once, and PostgreSQL itself sees exactly one LISTEN. A
+// webhook's generated token is the same on every member.
 
 #include <catch2/catch.hpp>
 
 #include <algorithm>
 #include <chrono>
+#include <fstream>
 #include <functional>
 #include <memory>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -60,8 +63,24 @@ TEST_CASE(
   temp_dir dir;
   const auto cfg = dir.path() / "tidings.yaml";
   write_pg_config(cfg, pg.conninfo());
+  // And a webhook whose token each member generates (ADR 0029).
+  std::ofstream(cfg, std::ios::app) << "  resources:\n    - uri: hook://everywhere\n"
+                                       "      watch: {strategy: {type: webhook}}\n";
   // Every node gets the same upstreams.
   cluster_nodes cluster(3, {"--config", cfg.string()});
+
+  // The generated token is derived from the cluster secret: the same on
+  // every member, so the sender may call any of them.
+  std::set<std::string> tokens;
+  for (std::size_t i = 0; i < 3; ++i) {
+    auto hooks = client::request(cluster.endpoint(i), "GET", "/admin/v1/webhooks");
+    REQUIRE(hooks.status == 200);
+    tokens.insert(json::parse(hooks.body)["webhooks"].at(0)["token"].get<std::string>());
+  }
+  REQUIRE(tokens.size() == 1);
+  for (std::size_t i = 0; i < 3; ++i)
+    CHECK(client::request(cluster.endpoint(i), "POST", "/webhooks/resource-updated/" + *tokens.begin(), "{}")
+              .status == 200);
 
   // A channel whose source belongs on the third node: the sessions on the
   // first two read it through their relays.

@@ -378,3 +378,49 @@ TEST_CASE("a reload applies new webhook tokens live, other upstream changes wait
   CHECK(node.log().find("third-token-0123456789") == std::string::npos);
   CHECK(node.await_log("\"webhook.tokens_updated\"", 5s));
 }
+
+TEST_CASE("a POST backend that must answer JSON, polled every 60 s by a watch without a strategy",
+          "[sources][poll]") {
+  fake_backend backend;
+  backend.set(200, R"({"files":[{"id":"a","md5":"1"}]})");
+  temp_dir dir;
+  // (A delimiter of its own: the body holds `)"`.)
+  auto cfg = write_config(dir, R"yaml(
+upstreams:
+  resources:
+    - uri: drive://search
+      backend:
+        kind: http
+        url: ")yaml" + backend.url() +
+                                   R"yaml("
+        method: post
+        body: '{"q":"in:reports","fields":"files(id,md5)"}'
+        require_json_response: true
+      watch: {}
+)yaml");
+  tidingsd_process node(dir.path() / "data", {"--config", cfg.string()});
+  auto ep = node.endpoint();
+  auto read = client::request(ep, "GET", "/v1/resources/read?uri=" + client::url_encode("drive://search"));
+  INFO(read.body);
+  REQUIRE(read.status == 200);
+  CHECK(json::parse(read.body)["files"][0]["id"] == "a");
+  CHECK(backend.last_method() == "POST");
+  CHECK(backend.last_body() == R"json({"q":"in:reports","fields":"files(id,md5)"})json");
+  // A 200 that is not JSON (a login page) fails the read rather than
+  // becoming the resource's state.
+  backend.set(200, "<html>sign in</html>", "text/html");
+  auto page = client::request(ep, "GET", "/v1/resources/read?uri=" + client::url_encode("drive://search"));
+  CHECK(page.status == 502);
+  CHECK(json::parse(page.body)["error"] ==
+        "drive://search: backend answered HTTP 200 with a body that is not JSON (require_json_response)");
+  // The strategy-less watch is a poll at the 60 s default.
+  backend.set(200, R"({"files":[]})");
+  client::sse_stream session(ep, uri_target("drive://search"));
+  await_hello(session);
+  auto sources = sources_now(ep);
+  REQUIRE(sources.size() == 1);
+  CHECK(sources[0]["server"] == "resources");
+  auto admin = get_json(ep, "/admin/v1/watches");
+  REQUIRE(admin["watches"].size() == 1);
+  CHECK(admin["watches"][0]["strategy"] == "poll");
+}

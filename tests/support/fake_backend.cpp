@@ -48,6 +48,8 @@ void fake_backend::serve(std::shared_ptr<tcp::socket> socket) {
                      auto res = std::make_shared<http::response<http::string_body>>();
                      {
                        std::lock_guard lock(mutex_);
+                       last_method_ = std::string(req->method_string());
+                       last_body_ = req->body();
                        res->result(static_cast<unsigned>(status_));
                        res->set(http::field::content_type, content_type_);
                        res->body() = body_;
@@ -60,6 +62,16 @@ void fake_backend::serve(std::shared_ptr<tcp::socket> socket) {
                        socket->shutdown(tcp::socket::shutdown_both, ignored);
                      });
                    });
+}
+
+std::string fake_backend::last_method() const {
+  std::lock_guard lock(mutex_);
+  return last_method_;
+}
+
+std::string fake_backend::last_body() const {
+  std::lock_guard lock(mutex_);
+  return last_body_;
 }
 
 }  // namespace tidings::testing

@@ -1,8 +1,9 @@
 #pragma once
 
 // A resource backend for the webhook and poll tests: an HTTP server on
-// 127.0.0.1 (ephemeral port, its own thread) answering every GET with the
-// response the test set last, and counting the requests it served.
+// 127.0.0.1 (ephemeral port, its own thread) answering every request with
+// the response the test set last, counting the requests it served and
+// keeping the last one's method and body.
 
 #include <atomic>
 #include <memory>
@@ -25,6 +26,9 @@ class fake_backend {
   void set(int status, std::string body, std::string content_type = "application/json");
   std::string url(const std::string& target = "/resource") const;
   int requests() const { return requests_.load(); }
+  // The last request's method and body.
+  std::string last_method() const;
+  std::string last_body() const;
 
  private:
   void accept();
@@ -32,7 +36,9 @@ class fake_backend {
 
   boost::asio::io_context ioc_;
   boost::asio::ip::tcp::acceptor acceptor_;
-  std::mutex mutex_;
+  mutable std::mutex mutex_;
+  std::string last_method_;
+  std::string last_body_;
   int status_ = 200;
   std::string body_ = "{}";
   std::string content_type_ = "application/json";
