@@ -134,7 +134,7 @@ TEST_CASE("a rotated secret: the previous one still signs until it is removed", 
   CHECK(check_signature(cfg, h.lookup(), "Hello, World!", at(0)).error.empty());
 }
 
-TEST_CASE("a signature is accepted once within twice the window, then forgotten; the guard is bounded",
+TEST_CASE("a signature is accepted once within twice the window, then forgotten, and the guard is bounded",
           "[webhook_signature]") {
   replay_guard guard(3);
   CHECK_FALSE(guard.remember("a", at(1000), 300s).has_value());
