@@ -7,8 +7,10 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
 #include <future>
 #include <mutex>
+#include <optional>
 #include <random>
 #include <thread>
 
@@ -82,22 +84,34 @@ void await_actors(caf::actor_system& system) {
   std::_Exit(0);
 }
 
-// The node's id, made once (16 random hex digits) and kept in the store, so
-// a restart on the same data is the same node.
-persistence::status node_id_of(persistence::store& store, std::string* out) {
-  std::optional<std::string> id;
-  if (auto s = store.get_node_id(&id); !s.ok()) return s;
-  if (id) {
-    *out = *id;
+// A value made once, `words` x 8 random hex digits, and kept in the store
+// (read with `get`, written with `put`), so a restart on the same data
+// finds it again.
+persistence::status kept_random_hex(
+    const std::function<persistence::status(std::optional<std::string>*)>& get,
+    const std::function<persistence::status(const std::string&)>& put, int words, std::string* out) {
+  std::optional<std::string> kept;
+  if (auto s = get(&kept); !s.ok()) return s;
+  if (kept) {
+    *out = *kept;
     return {};
   }
   std::random_device rd;
-  auto value = (static_cast<std::uint64_t>(rd()) << 32) | rd();
-  char hex[17];
-  std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(value));
-  if (auto s = store.put_node_id(hex); !s.ok()) return s;
-  *out = hex;
+  std::string value;
+  for (int i = 0; i < words; ++i) {
+    char hex[9];
+    std::snprintf(hex, sizeof hex, "%08x", static_cast<unsigned>(rd()));
+    value += hex;
+  }
+  if (auto s = put(value); !s.ok()) return s;
+  *out = std::move(value);
   return {};
+}
+
+// The node's id (16 hex digits): a restart on the same data is the same node.
+persistence::status node_id_of(persistence::store& store, std::string* out) {
+  return kept_random_hex([&store](auto* v) { return store.get_node_id(v); },
+                         [&store](const std::string& v) { return store.put_node_id(v); }, 2, out);
 }
 
 // What generated webhook tokens are derived from (ADR 0029): the cluster
@@ -107,22 +121,8 @@ persistence::status webhook_token_key_of(persistence::store& store, const config
     *out = cfg.cluster_secret;
     return {};
   }
-  std::optional<std::string> kept;
-  if (auto s = store.get_webhook_token_key(&kept); !s.ok()) return s;
-  if (kept) {
-    *out = *kept;
-    return {};
-  }
-  std::random_device rd;
-  std::string key;
-  for (int i = 0; i < 8; ++i) {
-    char hex[9];
-    std::snprintf(hex, sizeof hex, "%08x", static_cast<unsigned>(rd()));
-    key += hex;
-  }
-  if (auto s = store.put_webhook_token_key(key); !s.ok()) return s;
-  *out = std::move(key);
-  return {};
+  return kept_random_hex([&store](auto* v) { return store.get_webhook_token_key(v); },
+                         [&store](const std::string& v) { return store.put_webhook_token_key(v); }, 8, out);
 }
 
 }  // namespace

@@ -47,19 +47,26 @@ std::string tls_keys_misplaced(const std::string& url_key) {
          " only";
 }
 
-// url_key names the setting that holds the URL ("url", "server").
+// The context of an upstream that has TLS settings: only for an https://
+// url (url_key names its setting: "url", "server").
+bool make_context(yaml_reader& r, const std::string& path, const std::string& url_key, const std::string& url,
+                  const net::tls_settings& settings, const net::tls_pem& pem,
+                  std::shared_ptr<net::tls_context>* context) {
+  net::http_url parsed;
+  std::string error;
+  if (!net::parse_http_url(url, &parsed, &error) || !parsed.tls)
+    return r.fail(path, tls_keys_misplaced(url_key));
+  *context = net::make_tls_client_context(settings, pem, &error);
+  if (!*context) return r.fail(path, error);
+  return true;
+}
+
 bool parse_tls(yaml_reader& r, const Node& n, const std::string& path, const std::string& url_key,
                const std::string& url, net::tls_settings* out, std::shared_ptr<net::tls_context>* context) {
   if (!read_tls(r, n, path, out)) return false;
   // None: https:// uses the shared context of the system store.
   if (!has_tls_keys(n)) return true;
-  net::http_url parsed;
-  std::string error;
-  if (!net::parse_http_url(url, &parsed, &error) || !parsed.tls)
-    return r.fail(path, tls_keys_misplaced(url_key));
-  *context = net::make_tls_client_context(*out, &error);
-  if (!*context) return r.fail(path, error);
-  return true;
+  return make_context(r, path, url_key, url, *out, {}, context);
 }
 
 bool parse_mcp(yaml_reader& r, const Node& section, upstreams_config* out) {
@@ -156,13 +163,7 @@ bool parse_kube_access(yaml_reader& r, const Node& s, const std::string& path,
   if (!c->token_file.empty() && !std::ifstream(c->token_file).good())
     return r.fail(path, "token_file " + c->token_file + ": cannot be read");
   if (!c->tls.any() && !pem.any()) return true;  // https:// uses the shared context of the system store
-  net::http_url parsed;
-  std::string error;
-  if (!net::parse_http_url(c->server, &parsed, &error) || !parsed.tls)
-    return r.fail(path, tls_keys_misplaced("server"));
-  c->tls_context = net::make_tls_client_context(c->tls, pem, &error);
-  if (!c->tls_context) return r.fail(path, error);
-  return true;
+  return make_context(r, path, "server", c->server, c->tls, pem, &c->tls_context);
 }
 
 bool parse_kube(yaml_reader& r, const Node& section, upstreams_config* out) {

@@ -7,18 +7,22 @@
 
 namespace tidings::sources {
 
+std::string lower_hex(const unsigned char* bytes, std::size_t size) {
+  std::string out;
+  out.reserve(size * 2);
+  static constexpr char digits[] = "0123456789abcdef";
+  for (std::size_t i = 0; i < size; ++i) {
+    out += digits[bytes[i] >> 4];
+    out += digits[bytes[i] & 0xf];
+  }
+  return out;
+}
+
 std::string sha256_hex(std::string_view data) {
   std::array<unsigned char, EVP_MAX_MD_SIZE> digest{};
   unsigned int size = 0;
   EVP_Digest(data.data(), data.size(), digest.data(), &size, EVP_sha256(), nullptr);
-  std::string out;
-  out.reserve(std::size_t{size} * 2);
-  static constexpr char digits[] = "0123456789abcdef";
-  for (unsigned int i = 0; i < size; ++i) {
-    out += digits[digest[i] >> 4];
-    out += digits[digest[i] & 0xf];
-  }
-  return out;
+  return lower_hex(digest.data(), size);
 }
 
 std::string source_stream_name(std::string_view source_key) {

@@ -1,5 +1,7 @@
 #include "sources/web/webhook_signature.hpp"
 
+#include "sources/content_hash.hpp"
+
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
 #include <openssl/hmac.h>
@@ -78,19 +80,6 @@ claim parse_hex(std::string_view value, const std::string& header) {
   return c;
 }
 
-std::string sha256_hex(std::string_view text) {
-  std::array<unsigned char, EVP_MAX_MD_SIZE> md{};
-  unsigned int len = 0;
-  EVP_Digest(text.data(), text.size(), md.data(), &len, EVP_sha256(), nullptr);
-  static constexpr char hex[] = "0123456789abcdef";
-  std::string out;
-  for (unsigned int i = 0; i < len; ++i) {
-    out += hex[md[i] >> 4];
-    out += hex[md[i] & 0xf];
-  }
-  return out;
-}
-
 bool same_digest(const std::string& a, const std::string& b) {
   return a.size() == b.size() && CRYPTO_memcmp(a.data(), b.data(), a.size()) == 0;
 }
@@ -133,14 +122,7 @@ std::string hmac_sha256_hex(std::string_view secret, std::string_view message) {
   unsigned int len = 0;
   HMAC(EVP_sha256(), secret.data(), static_cast<int>(secret.size()),
        reinterpret_cast<const unsigned char*>(message.data()), message.size(), mac.data(), &len);
-  static constexpr char hex[] = "0123456789abcdef";
-  std::string out;
-  out.reserve(std::size_t{len} * 2);
-  for (unsigned int i = 0; i < len; ++i) {
-    out += hex[mac[i] >> 4];
-    out += hex[mac[i] & 0xf];
-  }
-  return out;
+  return lower_hex(mac.data(), len);
 }
 
 signature_verdict check_signature(const signature_config& cfg, const header_lookup& headers,
