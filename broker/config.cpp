@@ -66,6 +66,36 @@ std::optional<std::string> check_address(const std::string& v, bool any_port) {
   return std::nullopt;
 }
 
+std::optional<std::string> set_tls_listen(config& c, const std::string& v) {
+  if (auto err = check_address(v, true)) return err;
+  c.tls_listen = v.starts_with("localhost:") ? "127.0.0.1" + v.substr(9) : v;
+  return std::nullopt;
+}
+
+setter tls_file(std::string config::*field) {
+  return [field](config& c, const std::string& v) -> std::optional<std::string> {
+    if (v.empty()) return "must name a PEM file";
+    c.*field = v;
+    return std::nullopt;
+  };
+}
+
+// The HTTPS listener's settings go together; its keys are loaded here, once.
+std::optional<std::string> make_tls_listener(config& c) {
+  const bool files = !c.tls_cert.empty() || !c.tls_key.empty();
+  if (!c.tls_listen) {
+    if (files)
+      return "tls-listen: tls-cert and tls-key serve an HTTPS listener; give tls-listen HOST:PORT too";
+    return std::nullopt;
+  }
+  if (c.tls_cert.empty() || c.tls_key.empty())
+    return "tls-listen: an HTTPS listener needs tls-cert FILE and tls-key FILE (PEM)";
+  auto keys = std::make_shared<net::tls_server_keys>(c.tls_cert, c.tls_key);
+  if (auto err = keys->load()) return *err;
+  c.tls_keys = std::move(keys);
+  return std::nullopt;
+}
+
 std::optional<std::string> set_cluster_listen(config& c, const std::string& v) {
   if (auto err = check_address(v, true)) return err;
   c.cluster_listen = v;
@@ -219,6 +249,9 @@ std::optional<std::string> make_etcd_tls(config& c) {
 const std::map<std::string, setter>& setters() {
   static const std::map<std::string, setter> table = {
       {"listen", set_listen},
+      {"tls-listen", set_tls_listen},
+      {"tls-cert", tls_file(&config::tls_cert)},
+      {"tls-key", tls_file(&config::tls_key)},
       {"cluster-listen", set_cluster_listen},
       {"cluster-advertise",
        [](config& c, const std::string& v) -> std::optional<std::string> {
@@ -416,6 +449,21 @@ std::optional<std::string> apply_file(config& c, const std::string& path) {
         if (auto err = parse_tenants(kv.second, &c.tenants)) return where + ": " + *err;
         continue;
       }
+      // tls: {listen, cert, key}: the tls-listen, tls-cert and tls-key settings.
+      if (key == "tls" && kv.second.IsMap()) {
+        for (const auto& item : kv.second) {
+          auto name = item.first.as<std::string>();
+          if (name != "listen" && name != "cert" && name != "key")
+            return at_key(name + ": unknown setting (tls: takes listen, cert and key)");
+          if (!item.second.IsScalar()) return at_key(name + ": must be a single value");
+          std::string value;
+          if (auto err = interpolate_env(item.second.as<std::string>(), &value))
+            return at_key(name + ": " + *err);
+          if (auto err = apply(c, "tls-" + name, value, where)) return err;
+        }
+        continue;
+      }
+      if (key == "tls") return at_key("must be a mapping: tls: {listen: HOST:PORT, cert: FILE, key: FILE}");
       if (!setters().contains(key)) return at_key(unknown_setting(key));
       if (!kv.second.IsScalar()) return at_key("must be a single value");
       std::string value;
@@ -574,6 +622,17 @@ parse_outcome parse_config(const std::vector<std::string>& args) {
             "listen: refusing to listen on " + c.listen_host +
                 ": without tenants (no auth) only loopback is allowed; configure tenants: first",
             false};
+  // Encryption is not authentication: the same rule for the HTTPS port.
+  if (c.tls_listen && c.tenants.empty()) {
+    auto host = c.tls_listen->substr(0, c.tls_listen->rfind(':'));
+    if (host.size() > 2 && host.front() == '[') host = host.substr(1, host.size() - 2);
+    if (!is_loopback(host))
+      return {std::nullopt,
+              "tls-listen: refusing to listen on " + *c.tls_listen +
+                  ": without tenants (no auth) only loopback is allowed; configure tenants: first",
+              false};
+  }
+  if (auto err = make_tls_listener(c)) return {std::nullopt, *err, false};
   // Members prove the cluster secret, but the node-to-node port's messages are
   // neither encrypted nor authenticated one by one (docs/cluster.md): beyond
   // loopback it needs a network only the nodes reach, said out loud.

@@ -22,6 +22,7 @@
 #include "core/retention.hpp"
 #include "logging/log.hpp"
 #include "net/tls_context.hpp"
+#include "net/tls_server.hpp"
 #include "persistence/store.hpp"
 #include "relay/sse_options.hpp"
 
@@ -35,6 +36,14 @@ std::size_t default_io_threads();
 struct config {
   std::string listen_host = "127.0.0.1";
   std::uint16_t listen_port = 8080;
+  // HTTPS beside the plain listener (config `tls: {listen, cert, key}`):
+  // host and port, the PEM files, and the keys loaded from them once every
+  // setting is read (so a bad file stops the node, and --check-config says
+  // so); SIGHUP and POST /admin/v1/reload read the files again.
+  std::optional<std::string> tls_listen;
+  std::string tls_cert;
+  std::string tls_key;
+  std::shared_ptr<net::tls_server_keys> tls_keys;
   // Cross-site requests (broker/site_guard.hpp): origins besides the node's
   // own that may call it without tenants, and names besides loopback's that
   // a Host header may give while the node listens on loopback.

@@ -4,6 +4,7 @@
 #include <atomic>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/post.hpp>
+#include <boost/asio/ssl/error.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/write.hpp>
 #include <boost/beast/core.hpp>
@@ -15,8 +16,12 @@
 #include <sstream>
 #include <utility>
 
+#include <openssl/ssl.h>
+
 #include "logging/log.hpp"
+#include "net/tls_server.hpp"
 #include "relay/sse_session.hpp"
+#include "relay/tls_connection.hpp"
 
 namespace tidings::broker {
 
@@ -24,8 +29,21 @@ namespace beast = boost::beast;
 namespace http = beast::http;
 namespace net = boost::asio;
 using tcp = net::ip::tcp;
+namespace ssl = net::ssl;
 
 namespace {
+
+// What a plain HTTP request sent to the HTTPS port gets, written in plain
+// text where the handshake failed: a curl http:// at the wrong port learns why.
+const std::string& plain_request_to_tls_port() {
+  static const std::string reply = [] {
+    const std::string body =
+        R"json({"error":"this port serves HTTPS only: send the request as https:// (TLS 1.2+)"})json";
+    return "HTTP/1.1 400 Bad Request\r\nContent-Type: application/json\r\nContent-Length: " +
+           std::to_string(body.size()) + "\r\nConnection: close\r\n\r\n" + body;
+  }();
+  return reply;
+}
 
 // Bytes asked for by the read that waits for a request's first byte (the
 // buffer, empty then, holds at least max_header_bytes + 4096).
@@ -152,8 +170,10 @@ void refuse(tcp::socket socket, const std::shared_ptr<const std::string>& reply)
 
 // The peer went away or a deadline passed: nothing left to answer.
 bool is_disconnect(const beast::error_code& ec) {
+  // (An HTTPS client that closes without a close_notify: stream_truncated.)
   return ec == http::error::end_of_stream || ec == net::error::eof || ec == beast::error::timeout ||
-         ec == net::error::connection_reset || ec == net::error::operation_aborted;
+         ec == net::error::connection_reset || ec == net::error::operation_aborted ||
+         ec == net::ssl::error::stream_truncated;
 }
 
 // Maps a Beast parse failure to the status the client should see.
@@ -176,12 +196,20 @@ http_response parse_error_response(const beast::error_code& ec, const http_limit
 //      ^                                                        |
 //      +------------- reply written, keep-alive -----------------+
 //
-// A pipelined request already in the buffer skips the first phase.
-class http_connection : public std::enable_shared_from_this<http_connection> {
+// A pipelined request already in the buffer skips the first phase. On the
+// HTTPS port a handshake comes first, under the header deadline.
+template <class Stream>
+class http_connection : public std::enable_shared_from_this<http_connection<Stream>> {
+  static constexpr bool tls = std::is_same_v<Stream, relay::tls_stream>;
+
  public:
-  http_connection(tcp::socket socket, std::shared_ptr<const void> slot, relay::io_shard& shard, api& routes,
+  // `tls_context` is the HTTPS port's (null for plain HTTP); the connection
+  // keeps it, whatever a reload installs meanwhile.
+  http_connection(tcp::socket socket, std::shared_ptr<ssl::context> tls_context,
+                  std::shared_ptr<const void> slot, relay::io_shard& shard, api& routes,
                   const http_limits& limits, const relay::sse_options& sse)
-      : stream_(std::move(socket)),
+      : stream_(make_stream(std::move(socket), tls_context.get())),
+        tls_context_(std::move(tls_context)),
         slot_(std::move(slot)),
         shard_(shard),
         routes_(routes),
@@ -189,19 +217,53 @@ class http_connection : public std::enable_shared_from_this<http_connection> {
         sse_(sse),
         buffer_(limits.max_header_bytes + 4096) {}
 
-  void start() { do_read(); }
+  void start() {
+    if constexpr (tls) {
+      lowest().expires_after(limits_.header_timeout);
+      stream_.async_handshake(
+          ssl::stream_base::server,
+          [self = this->shared_from_this()](beast::error_code ec) { self->on_handshake(ec); });
+    } else {
+      do_read();
+    }
+  }
 
  private:
+  static Stream make_stream(tcp::socket socket, ssl::context* ctx) {
+    if constexpr (tls)
+      return Stream(std::move(socket), *ctx);
+    else
+      return Stream(std::move(socket));
+  }
+
+  beast::tcp_stream& lowest() { return beast::get_lowest_layer(stream_); }
+
+  void on_handshake(beast::error_code ec) {
+    if (!ec) return do_read();
+    // Plain HTTP at the HTTPS port: OpenSSL has read only the request line.
+    if (ec.category() == net::error::get_ssl_category() && ERR_GET_REASON(ec.value()) == SSL_R_HTTP_REQUEST) {
+      lowest().expires_after(refusal_write_deadline);
+      return net::async_write(
+          lowest().socket(), net::buffer(plain_request_to_tls_port()),
+          [self = this->shared_from_this()](beast::error_code, std::size_t) { self->close(); });
+    }
+    // Scanners and clients that distrust the certificate end here: one debug
+    // line each, never a warning a flood could multiply.
+    if (!is_disconnect(ec)) logging::debug("http.tls_handshake_failed", {{"error", ec.message()}});
+    close();
+  }
+
   void do_read() {
     parser_.emplace();
     parser_->header_limit(static_cast<std::uint32_t>(limits_.max_header_bytes));
     parser_->body_limit(limits_.max_body_bytes);
     // The next request has begun arriving already: its header clock runs now.
     if (buffer_.size() > 0) return read_header();
-    stream_.expires_after(limits_.idle_timeout);
-    stream_.async_read_some(
-        buffer_.prepare(first_read_bytes),
-        [self = shared_from_this()](beast::error_code ec, std::size_t n) { self->on_first_bytes(ec, n); });
+    lowest().expires_after(limits_.idle_timeout);
+    stream_.async_read_some(buffer_.prepare(first_read_bytes),
+                            [self = this->shared_from_this()](beast::error_code ec, std::size_t n) {
+                              self->on_first_bytes(ec, n);
+                            });
   }
 
   void on_first_bytes(beast::error_code ec, std::size_t n) {
@@ -211,10 +273,10 @@ class http_connection : public std::enable_shared_from_this<http_connection> {
   }
 
   void read_header() {
-    stream_.expires_after(limits_.header_timeout);
+    lowest().expires_after(limits_.header_timeout);
     http::async_read_header(
         stream_, buffer_, *parser_,
-        [self = shared_from_this()](beast::error_code ec, std::size_t) { self->on_header(ec); });
+        [self = this->shared_from_this()](beast::error_code ec, std::size_t) { self->on_header(ec); });
   }
 
   void on_header(beast::error_code ec) {
@@ -226,9 +288,10 @@ class http_connection : public std::enable_shared_from_this<http_connection> {
                                            std::to_string(limits_.max_header_count) + " fields"),
                    false);
     if (parser_->is_done()) return on_request();
-    stream_.expires_after(limits_.idle_timeout);
-    http::async_read(stream_, buffer_, *parser_,
-                     [self = shared_from_this()](beast::error_code ec, std::size_t) { self->on_body(ec); });
+    lowest().expires_after(limits_.idle_timeout);
+    http::async_read(
+        stream_, buffer_, *parser_,
+        [self = this->shared_from_this()](beast::error_code ec, std::size_t) { self->on_body(ec); });
   }
 
   void on_body(beast::error_code ec) {
@@ -270,8 +333,8 @@ class http_connection : public std::enable_shared_from_this<http_connection> {
                      keep_alive_);
     }
 
-    auto result = routes_.handle(req, [self = shared_from_this()](http_response r) {
-      net::post(self->stream_.get_executor(), [self, r = std::move(r)]() mutable {
+    auto result = routes_.handle(req, [self = this->shared_from_this()](http_response r) {
+      net::post(self->lowest().get_executor(), [self, r = std::move(r)]() mutable {
         if (r.sse) return self->upgrade(std::move(*r.sse));
         self->reply(std::move(r), self->keep_alive_);
       });
@@ -282,11 +345,17 @@ class http_connection : public std::enable_shared_from_this<http_connection> {
 
   void upgrade(relay::sse_request request) {
     // The connection now belongs to the SSE session for good.
-    stream_.expires_never();
+    lowest().expires_never();
     // The session keeps the connection's place in the counts.
     request.holds.push_back(std::move(slot_));
-    auto session =
-        std::make_shared<relay::sse_session>(shard_, stream_.release_socket(), std::move(request), sse_);
+    std::shared_ptr<relay::sse_session> session;
+    if constexpr (tls)
+      session = std::make_shared<relay::sse_session>(
+          shard_, std::make_unique<relay::tls_connection>(tls_context_, std::move(stream_)),
+          std::move(request), sse_);
+    else
+      session =
+          std::make_shared<relay::sse_session>(shard_, stream_.release_socket(), std::move(request), sse_);
     session->start();
   }
 
@@ -305,9 +374,9 @@ class http_connection : public std::enable_shared_from_this<http_connection> {
     if (r.status == 304) res->erase(http::field::content_length);
     // HEAD: the headers of the GET, Content-Length included, and no body.
     if (head_) res->body().clear();
-    stream_.expires_after(limits_.idle_timeout);
+    lowest().expires_after(limits_.idle_timeout);
     http::async_write(stream_, *res,
-                      [self = shared_from_this(), res, after_sent = std::move(after_sent)](
+                      [self = this->shared_from_this(), res, after_sent = std::move(after_sent)](
                           beast::error_code ec, std::size_t) {
                         if (after_sent) after_sent();
                         if (ec || !res->keep_alive()) return self->close();
@@ -315,13 +384,16 @@ class http_connection : public std::enable_shared_from_this<http_connection> {
                       });
   }
 
+  // Under TLS without a close_notify: every reply was framed by its length
+  // or chunks, so a client cannot mistake the end for a truncation.
   void close() {
     beast::error_code ec;
-    stream_.socket().shutdown(tcp::socket::shutdown_send, ec);
-    stream_.close();
+    lowest().socket().shutdown(tcp::socket::shutdown_send, ec);
+    lowest().close();
   }
 
-  beast::tcp_stream stream_;
+  Stream stream_;
+  std::shared_ptr<ssl::context> tls_context_;
   std::shared_ptr<const void> slot_;  // this connection's place in the counts
   relay::io_shard& shard_;
   api& routes_;
@@ -333,6 +405,27 @@ class http_connection : public std::enable_shared_from_this<http_connection> {
   bool head_ = false;
 };
 
+// One listening port: plain HTTP, or HTTPS with the keys it accepts with.
+struct listener {
+  explicit listener(net::io_context& ioc) : acceptor(ioc), retry(ioc) {}
+  tcp::acceptor acceptor;
+  std::shared_ptr<tidings::net::tls_server_keys> keys;  // null: plain HTTP
+  net::steady_timer retry;
+};
+
+std::optional<std::string> bind(tcp::acceptor& a, const std::string& host, std::uint16_t port) {
+  beast::error_code ec;
+  auto address = net::ip::make_address(host, ec);
+  if (ec) return "bad listen address '" + host + "': " + ec.message();
+  tcp::endpoint ep{address, port};
+  a.open(ep.protocol(), ec);
+  if (!ec) a.set_option(net::socket_base::reuse_address(true), ec);
+  if (!ec) a.bind(ep, ec);
+  if (!ec) a.listen(net::socket_base::max_listen_connections, ec);
+  if (ec) return "cannot listen on " + host + ":" + std::to_string(port) + ": " + ec.message();
+  return std::nullopt;
+}
+
 }  // namespace
 
 struct http_server::impl : std::enable_shared_from_this<http_server::impl> {
@@ -341,7 +434,8 @@ struct http_server::impl : std::enable_shared_from_this<http_server::impl> {
         routes(r),
         limits(l),
         sse(o),
-        acceptor(shards.front()->context()),
+        plain(shards.front()->context()),
+        secure(shards.front()->context()),
         connections(std::make_shared<connection_table>(l.max_connections, l.max_connections_per_address)),
         node_full(refusal_reply("too many connections on this node (limit " +
                                 std::to_string(l.max_connections) + ")")),
@@ -349,13 +443,18 @@ struct http_server::impl : std::enable_shared_from_this<http_server::impl> {
                                    std::to_string(l.max_connections_per_address) + ")")) {}
 
   // Runs on the accepting thread; the connection then lives on `shard`.
-  void admit(tcp::socket socket, relay::io_shard& shard) {
+  // Both ports share the counts: a client's HTTPS connections are its
+  // connections too.
+  void admit(tcp::socket socket, relay::io_shard& shard, std::shared_ptr<ssl::context> tls_context) {
     beast::error_code ec;
     auto peer = socket.remote_endpoint(ec);
     if (ec) return;  // gone already: dropping the socket closes it
     auto taken = connections->acquire(peer.address());
     if (taken.refused != refusal::none) {
       connections->note_refusal(taken.refused, peer.address());
+      // A refusal on the HTTPS port is not answered: the 429 would need a
+      // handshake, which is the work being refused.
+      if (tls_context) return;
       auto reply = taken.refused == refusal::node ? node_full : address_full;
       net::post(shard.context(),
                 [socket = std::move(socket), reply]() mutable { refuse(std::move(socket), reply); });
@@ -364,50 +463,59 @@ struct http_server::impl : std::enable_shared_from_this<http_server::impl> {
     // Weak: a connection posted to a stopped context must not keep the
     // server alive.
     net::post(shard.context(), [weak = weak_from_this(), &shard, socket = std::move(socket),
+                                tls_context = std::move(tls_context),
                                 slot = std::move(taken.slot)]() mutable {
-      if (auto server = weak.lock())
-        std::make_shared<http_connection>(std::move(socket), std::move(slot), shard, server->routes,
-                                          server->limits, server->sse)
+      auto server = weak.lock();
+      if (!server) return;
+      if (tls_context)
+        std::make_shared<http_connection<relay::tls_stream>>(std::move(socket), std::move(tls_context),
+                                                             std::move(slot), shard, server->routes,
+                                                             server->limits, server->sse)
+            ->start();
+      else
+        std::make_shared<http_connection<beast::tcp_stream>>(
+            std::move(socket), nullptr, std::move(slot), shard, server->routes, server->limits, server->sse)
             ->start();
     });
   }
 
-  void accept() {
+  void accept(listener& l) {
     auto& shard = *shards[next++ % shards.size()];
     // Weak: a pending accept left in a stopped context must not keep the
     // server (which holds the shards, which hold that context) alive.
-    acceptor.async_accept(shard.context(),
-                          [weak = weak_from_this(), &shard](beast::error_code ec, tcp::socket socket) {
-                            if (auto self = weak.lock()) self->on_accept(ec, std::move(socket), shard);
-                          });
+    l.acceptor.async_accept(shard.context(),
+                            [weak = weak_from_this(), &l, &shard](beast::error_code ec, tcp::socket socket) {
+                              if (auto self = weak.lock()) self->on_accept(l, ec, std::move(socket), shard);
+                            });
   }
 
-  void on_accept(beast::error_code ec, tcp::socket socket, relay::io_shard& shard) {
-    if (ec == net::error::operation_aborted || !acceptor.is_open()) return;
+  void on_accept(listener& l, beast::error_code ec, tcp::socket socket, relay::io_shard& shard) {
+    if (ec == net::error::operation_aborted || !l.acceptor.is_open()) return;
     if (ec) {
       // Out of descriptors or buffers: retrying at once would spin this
       // thread and starve its sessions, so wait a little first.
       logging::warn("http.accept_failed", {{"error", ec.message()}});
-      retry.expires_after(std::chrono::milliseconds(100));
-      retry.async_wait([weak = weak_from_this()](beast::error_code wait_ec) {
+      l.retry.expires_after(std::chrono::milliseconds(100));
+      l.retry.async_wait([weak = weak_from_this(), &l](beast::error_code wait_ec) {
         auto again = weak.lock();
-        if (again && !wait_ec && again->acceptor.is_open()) again->accept();
+        if (again && !wait_ec && l.acceptor.is_open()) again->accept(l);
       });
       return;
     }
-    admit(std::move(socket), shard);
-    accept();
+    // The context current now: a reload since the last accept takes effect here.
+    admit(std::move(socket), shard, l.keys ? l.keys->current() : nullptr);
+    accept(l);
   }
 
   std::vector<std::shared_ptr<relay::io_shard>> shards;
   api& routes;
   http_limits limits;
   const relay::sse_options& sse;
-  tcp::acceptor acceptor;
+  listener plain;
+  listener secure;  // open only with listen_tls
   std::shared_ptr<connection_table> connections;
   std::shared_ptr<const std::string> node_full;     // the 429 past max_connections
   std::shared_ptr<const std::string> address_full;  // the 429 past max_connections_per_address
-  net::steady_timer retry{acceptor.get_executor()};
   std::size_t next = 0;
 };
 
@@ -418,34 +526,40 @@ http_server::http_server(std::vector<std::shared_ptr<relay::io_shard>> shards, a
 http_server::~http_server() = default;
 
 std::optional<std::string> http_server::listen(const std::string& host, std::uint16_t port) {
-  beast::error_code ec;
-  auto address = net::ip::make_address(host, ec);
-  if (ec) return "bad listen address '" + host + "': " + ec.message();
-  tcp::endpoint ep{address, port};
-  auto& a = impl_->acceptor;
-  a.open(ep.protocol(), ec);
-  if (!ec) a.set_option(net::socket_base::reuse_address(true), ec);
-  if (!ec) a.bind(ep, ec);
-  if (!ec) a.listen(net::socket_base::max_listen_connections, ec);
-  if (ec) return "cannot listen on " + host + ":" + std::to_string(port) + ": " + ec.message();
-  return std::nullopt;
+  return bind(impl_->plain.acceptor, host, port);
+}
+
+std::optional<std::string> http_server::listen_tls(const std::string& host, std::uint16_t port,
+                                                   std::shared_ptr<tidings::net::tls_server_keys> keys) {
+  impl_->secure.keys = std::move(keys);
+  return bind(impl_->secure.acceptor, host, port);
 }
 
 std::uint16_t http_server::port() const {
-  return impl_->acceptor.local_endpoint().port();
+  return impl_->plain.acceptor.local_endpoint().port();
+}
+
+std::uint16_t http_server::tls_port() const {
+  beast::error_code ec;
+  auto ep = impl_->secure.acceptor.local_endpoint(ec);
+  return ec ? 0 : ep.port();
 }
 
 void http_server::start() {
-  net::post(impl_->acceptor.get_executor(), [weak = std::weak_ptr<impl>(impl_)] {
-    if (auto self = weak.lock()) self->accept();
+  net::post(impl_->plain.acceptor.get_executor(), [weak = std::weak_ptr<impl>(impl_)] {
+    auto self = weak.lock();
+    if (!self) return;
+    self->accept(self->plain);
+    if (self->secure.acceptor.is_open()) self->accept(self->secure);
   });
 }
 
 void http_server::stop_accepting() {
-  net::post(impl_->acceptor.get_executor(), [weak = std::weak_ptr<impl>(impl_)] {
+  net::post(impl_->plain.acceptor.get_executor(), [weak = std::weak_ptr<impl>(impl_)] {
     if (auto self = weak.lock()) {
       beast::error_code ec;
-      self->acceptor.close(ec);
+      self->plain.acceptor.close(ec);
+      self->secure.acceptor.close(ec);
     }
   });
 }

@@ -1,6 +1,6 @@
 #pragma once
 
-// The front door: accepts connections on one port and spreads them over the
+// The front door: accepts connections on one port (and an HTTPS one) and spreads them over the
 // I/O shards round-robin. Each connection reads requests (bounded header and
 // body, each phase under its own deadline), routes them, and writes replies
 // while keep-alive; an SSE request hands its socket over to a
@@ -19,6 +19,10 @@
 
 #include "broker/api.hpp"
 #include "relay/io_shard.hpp"
+
+namespace tidings::net {
+class tls_server_keys;
+}
 
 namespace tidings::broker {
 
@@ -46,7 +50,12 @@ class http_server {
 
   // Binds and listens; an error message when that fails.
   std::optional<std::string> listen(const std::string& host, std::uint16_t port);
+  // An HTTPS port beside the plain one, whose connections take the
+  // context `keys` holds when each is accepted (a reload swaps it).
+  std::optional<std::string> listen_tls(const std::string& host, std::uint16_t port,
+                                        std::shared_ptr<net::tls_server_keys> keys);
   std::uint16_t port() const;
+  std::uint16_t tls_port() const;  // 0 without an HTTPS port
   void start();
   // Stops accepting new connections (thread-safe).
   void stop_accepting();

@@ -47,6 +47,20 @@ sigset_t block_stop_signals() {
   return set;
 }
 
+nlohmann::json certificate_json(const net::tls_certificate_info& info) {
+  return {{"subject", info.subject}, {"not_after", info.not_after}};
+}
+
+// Browsers refuse an expired certificate outright: say so at start, and
+// two weeks before, while there is time to renew.
+void warn_if_expiring(const net::tls_certificate_info& info) {
+  using namespace std::chrono;
+  auto left = seconds(info.not_after_unix) - duration_cast<seconds>(system_clock::now().time_since_epoch());
+  if (left > hours(24 * 14)) return;
+  logging::warn("http.tls_certificate_expiring",
+                {{"subject", info.subject}, {"not_after", info.not_after}, {"expired", left <= seconds(0)}});
+}
+
 class drain_waiter {
  public:
   void notify() {
@@ -255,6 +269,17 @@ int run_node(const config& cfg) {
         return {status, {{"error", error}}};
       };
       std::lock_guard lock(*turn);
+      // The HTTPS certificate first: renewals (certbot's deploy hook) send
+      // SIGHUP whether or not there is a config file, and a bad file keeps
+      // the certificate in use.
+      nlohmann::json tls_result;
+      if (cfg.tls_keys) {
+        if (auto err = cfg.tls_keys->load()) return failed(400, *err);
+        tls_result = certificate_json(cfg.tls_keys->info());
+        logging::info("http.tls_reloaded", {{"subject", tls_result["subject"].get<std::string>()},
+                                            {"not_after", tls_result["not_after"].get<std::string>()}});
+        if (cfg.config_path.empty()) return {200, {{"reloaded", true}, {"tls", tls_result}}};
+      }
       reload_plan plan;
       if (auto err = plan_reload(cfg.config_path, *running, &plan)) return failed(400, *err);
       if (auto err = compile_scopes(plan.tenants)) return failed(400, *err);
@@ -286,7 +311,8 @@ int run_node(const config& cfg) {
                {"restart_needed", restart_needed},
                {"upstreams",
                 {{"added", changes.added}, {"removed", changes.removed}, {"changed", changes.changed}}},
-               {"log_level", logging::to_string(plan.log_levels)}}};
+               {"log_level", logging::to_string(plan.log_levels)},
+               {"tls", tls_result}}};
     };
     api routes(hubs, watches, *store, cfg, source_thread, source_registry, {auth, *usage, audit, reload});
     routes.set_write_guard(&write_guard);
@@ -322,6 +348,20 @@ int run_node(const config& cfg) {
     auto address =
         (cfg.listen_host.find(':') != std::string::npos ? "[" + cfg.listen_host + "]" : cfg.listen_host) +
         ":" + std::to_string(server.port());
+    std::string tls_address;
+    if (cfg.tls_keys) {
+      const auto& spec = *cfg.tls_listen;
+      auto host = spec.substr(0, spec.rfind(':'));
+      if (host.size() > 2 && host.front() == '[') host = host.substr(1, host.size() - 2);
+      auto port = static_cast<std::uint16_t>(std::stoul(spec.substr(spec.rfind(':') + 1)));
+      if (auto err = server.listen_tls(host, port, cfg.tls_keys)) {
+        logging::error("node.listen_failed", {{"error", *err}});
+        return give_up();
+      }
+      tls_address = (host.find(':') != std::string::npos ? "[" + host + "]" : host) + ":" +
+                    std::to_string(server.tls_port());
+      warn_if_expiring(cfg.tls_keys->info());
+    }
     // POST /admin/v1/drain raises the SIGTERM this thread waits for below
     // (every thread blocks it, so only the sigwait sees it).
     // (The flag tells the log line below which it was: the signal is the same.)
@@ -356,6 +396,7 @@ int run_node(const config& cfg) {
     for (auto& s : shards) s->start();
     server.start();
     logging::info("node.listening", {{"address", address},
+                                     {"tls_address", tls_address},
                                      {"data_dir", cfg.data_dir},
                                      {"durability", persistence::durability_name(cfg.durability)},
                                      {"io_threads", static_cast<std::uint64_t>(cfg.io_threads)}});

@@ -8,6 +8,7 @@
 #include "core/json_text.hpp"
 #include "core/sse_frame.hpp"
 #include "relay/io_shard.hpp"
+#include "relay/tls_connection.hpp"
 
 namespace tidings::relay {
 
@@ -46,12 +47,32 @@ sse_session::sse_session(io_shard& shard, net::ip::tcp::socket socket, sse_reque
       request_(std::move(request)),
       options_(options) {}
 
+sse_session::sse_session(io_shard& shard, std::unique_ptr<tls_connection> tls, sse_request request,
+                         const sse_options& options)
+    : shard_(shard),
+      socket_(shard.context()),
+      tls_(std::move(tls)),
+      heartbeat_(shard.context()),
+      request_(std::move(request)),
+      options_(options) {}
+
+sse_session::~sse_session() = default;
+
+net::ip::tcp::socket& sse_session::tcp_socket() {
+  return tls_ ? tls_->stream.next_layer().socket() : socket_;
+}
+
+const net::ip::tcp::socket& sse_session::tcp_socket() const {
+  return tls_ ? tls_->stream.next_layer().socket() : socket_;
+}
+
 void sse_session::start() {
   id_ = shard_.add_session(shared_from_this());
   if (auto* m = shard_.metrics()) m->session_opened();
   error_code ec;
-  socket_.non_blocking(true, ec);
-  socket_.set_option(net::ip::tcp::no_delay(true), ec);
+  // Plain sockets are read without blocking when readable (wait_readable).
+  if (!tls_) socket_.non_blocking(true, ec);
+  tcp_socket().set_option(net::ip::tcp::no_delay(true), ec);
   for (std::size_t i = 0; i < request_.streams.size(); ++i) {
     subscription s;
     s.key = {request_.tenant, request_.streams[i].stream};
@@ -351,8 +372,11 @@ void sse_session::do_write() {
     m->delivered(events);
     if (oldest_live != std::chrono::steady_clock::time_point{}) m->delivery_lag(last_write_ - oldest_live);
   }
-  net::async_write(socket_, buffers_,
-                   [self = shared_from_this()](const error_code& ec, std::size_t) { self->on_write(ec); });
+  auto done = [self = shared_from_this()](const error_code& ec, std::size_t) { self->on_write(ec); };
+  if (tls_)
+    net::async_write(tls_->stream, buffers_, std::move(done));
+  else
+    net::async_write(socket_, buffers_, std::move(done));
 }
 
 void sse_session::on_write(const error_code& ec) {
@@ -398,6 +422,17 @@ void sse_session::wait_heartbeat() {
 }
 
 void sse_session::wait_readable() {
+  if (tls_) {
+    // TLS records must be read through the stream (a close_notify, a key
+    // update): one small read stays pending, beside the writes.
+    tls_->stream.async_read_some(net::buffer(tls_->read_buffer),
+                                 [self = shared_from_this()](const error_code& ec, std::size_t) {
+                                   if (self->closed_) return;
+                                   if (ec) return self->close();
+                                   self->wait_readable();
+                                 });
+    return;
+  }
   socket_.async_wait(net::socket_base::wait_read, [self = shared_from_this()](const error_code& ec) {
     if (self->closed_) return;
     if (ec) return self->close();
@@ -461,8 +496,11 @@ void sse_session::close() {
   heartbeat_.cancel();
   if (deadline_) deadline_->cancel();
   if (expiry_) expiry_->cancel();
-  socket_.shutdown(net::ip::tcp::socket::shutdown_both, ec);
-  socket_.close(ec);
+  // Under TLS no close_notify is sent: the stream's last chunk has ended the
+  // response, and waiting for the client's own close_notify would hold the
+  // session's memory for a client that may never answer.
+  tcp_socket().shutdown(net::ip::tcp::socket::shutdown_both, ec);
+  tcp_socket().close(ec);
   if (auto* m = shard_.metrics()) m->session_closed();
   shard_.remove_session(id_);  // may release the last owner: nothing after this
 }
@@ -478,7 +516,7 @@ session_info sse_session::info() const {
   out.queue_bytes = queued_bytes_;
   out.age = std::chrono::steady_clock::now() - created_;
   error_code ec;
-  auto remote = socket_.remote_endpoint(ec);
+  auto remote = tcp_socket().remote_endpoint(ec);
   if (!ec) {
     auto host = remote.address().to_string();
     out.remote = (remote.address().is_v6() ? "[" + host + "]" : host) + ":" + std::to_string(remote.port());

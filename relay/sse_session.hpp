@@ -28,11 +28,18 @@
 namespace tidings::relay {
 
 class io_shard;
+struct tls_connection;
 
 class sse_session : public std::enable_shared_from_this<sse_session> {
  public:
   sse_session(io_shard& shard, boost::asio::ip::tcp::socket socket, sse_request request,
               const sse_options& options);
+  // An HTTPS connection: the session writes and reads through its TLS stream.
+  sse_session(io_shard& shard, std::unique_ptr<tls_connection> tls, sse_request request,
+              const sse_options& options);
+  ~sse_session();
+  sse_session(const sse_session&) = delete;
+  sse_session& operator=(const sse_session&) = delete;
 
   // Registers with the shard, writes the response header and asks every
   // stream's hub for its head.
@@ -95,6 +102,8 @@ class sse_session : public std::enable_shared_from_this<sse_session> {
   void terminate(std::string control_frame);
   void close();
   std::string current_id() const;
+  boost::asio::ip::tcp::socket& tcp_socket();
+  const boost::asio::ip::tcp::socket& tcp_socket() const;
 
   // Timers bound to the shard's io_context itself: a type-erased executor
   // would add tens of bytes to each of them in every idle session.
@@ -103,7 +112,8 @@ class sse_session : public std::enable_shared_from_this<sse_session> {
                                                   boost::asio::io_context::executor_type>;
 
   io_shard& shard_;
-  boost::asio::ip::tcp::socket socket_;
+  boost::asio::ip::tcp::socket socket_;  // plain HTTP; unused (never opened) under TLS
+  std::unique_ptr<tls_connection> tls_;  // HTTPS: null for plain HTTP
   timer heartbeat_;
   // Made when first needed: most sessions never end by deadline, and a
   // credential without exp has none.

@@ -53,6 +53,8 @@ struct session_check {
 
 // Where the sessions connect: every one to the node, or round the cluster.
 std::vector<net::ip::tcp::endpoint> session_servers(const scenario_context& ctx) {
+  // --tls-port: sessions read over HTTPS; publishes stay on the plain port.
+  if (ctx.opts.tls_port) return {net::ip::tcp::endpoint(ctx.server.address(), ctx.opts.tls_port)};
   if (ctx.session_servers.empty()) return {ctx.server};
   return ctx.session_servers;
 }
@@ -74,6 +76,8 @@ class fanout_run final : public event_sink {
         extension_(extension),
         events_(ctx.opts.events),
         pad_(payload_pad(ctx.opts.payload_bytes)),
+        tls_(ctx.opts.tls_port ? std::make_unique<tls_sessions>(ctx.opts.sessions, ctx.opts.tls_resume)
+                               : nullptr),
         pool_(ctx.ioc, session_servers(ctx), ctx.opts.peer, session_requests(ctx), ctx.opts.sessions,
               ctx.opts.connect_window, session_read_size, this),
         split_(ctx.opts.kind == scenario::resume ? ctx.opts.events / 2 : ctx.opts.events),
@@ -95,6 +99,7 @@ class fanout_run final : public event_sink {
       ++per_stream_[k];
       if (i < split_) ++first_part_per_stream_[k];
     }
+    pool_.use_tls(tls_.get());
     if (ctx.opts.kind == scenario::restart) {
       publishers_.retry_until_acked(restart_patience);
       pool_.reconnect_on_loss(restart_patience);
@@ -274,8 +279,13 @@ class fanout_run final : public event_sink {
     std::vector<std::string> resume;
     for (std::size_t s = 0; s < checks_.size(); ++s)
       resume.push_back(with_last_event_id(base[s % base.size()], pool_.last_id(s)));
+    reconnect_started_ns_ = steady_ns();
     pool_.reopen(
-        std::move(resume), [this] { await_deliveries(); },
+        std::move(resume),
+        [this] {
+          reconnect_s_ = static_cast<double>(steady_ns() - reconnect_started_ns_) / 1e9;
+          await_deliveries();
+        },
         [this](const std::string& why) { abort("while " + phase_ + ": " + why); });
   }
 
@@ -397,6 +407,12 @@ class fanout_run final : public event_sink {
                   cluster ? "known for nodes tidings-load starts" : "give --pid", own_cpu,
                   per_delivery_us(own_cpu));
     }
+    if (reconnect_started_ns_)
+      std::printf("  reconnected       %zu sessions in %.3f s = %.0f /s\n", o.sessions, reconnect_s_,
+                  reconnect_s_ > 0 ? static_cast<double>(o.sessions) / reconnect_s_ : 0.0);
+    if (tls_)
+      std::printf("  tls handshakes    %zu full, %zu resumed (--tls-resume %s)\n", tls_->full(),
+                  tls_->resumed(), o.tls_resume ? "on" : "off");
     std::printf("  correctness       lost %zu, duplicates %zu, out of order %zu, cursor mismatches %zu\n",
                 lost, dupes, disorder, mismatches);
 
@@ -408,6 +424,14 @@ class fanout_run final : public event_sink {
         {"offered_rate", o.rate > 0 ? nlohmann::json(o.rate) : nlohmann::json()},
         {"restart_s", restarted_at_ns_ ? nlohmann::json(restart_s_) : nlohmann::json()},
         {"session_reconnects", pool_.reconnects()},
+        {"reconnect_s", reconnect_started_ns_ ? nlohmann::json(reconnect_s_) : nlohmann::json()},
+        {"reconnects_per_s", reconnect_started_ns_ && reconnect_s_ > 0
+                                 ? nlohmann::json(static_cast<double>(o.sessions) / reconnect_s_)
+                                 : nlohmann::json()},
+        {"tls", tls_ ? nlohmann::json({{"full_handshakes", tls_->full()},
+                                       {"resumed", tls_->resumed()},
+                                       {"resume", o.tls_resume}})
+                     : nlohmann::json()},
         {"target", target_name(o.peer)},
         {"sessions", o.sessions},
         {"events", o.events},
@@ -461,9 +485,12 @@ class fanout_run final : public event_sink {
   scenario_context& ctx_;
   fanout_extension* extension_;  // may be null
   std::size_t events_;
-  std::string pad_;  // before publishers_, which keeps a reference
+  std::string pad_;                    // before publishers_, which keeps a reference
+  std::unique_ptr<tls_sessions> tls_;  // --tls-port; before pool_, whose sessions use it
   session_pool pool_;
-  std::size_t split_;  // events before the drop (all but for resume)
+  std::size_t split_;                      // events before the drop (all but for resume)
+  std::int64_t reconnect_started_ns_ = 0;  // resume: when the sessions began to reconnect
+  double reconnect_s_ = 0;                 // resume: until every one had its hello again
   publisher_group publishers_;
   net::steady_timer deadline_;
   net::steady_timer grace_;

@@ -20,6 +20,7 @@ const char* const load_usage =
     "                    [--payload-bytes N] [--publishers K] [--stream NAME]\n"
     "                    [--connect-window N] [--timeout-s N] [--token JWT]\n"
     "                    [--uri URI] [--hold-s N [--hold-events N]] [--report FILE]\n"
+    "                    [--tls-port PORT [--tls-resume on|off]]\n"
     "\n"
     "fanout (default): N sessions (1000) on one stream, E events (2000) published by K\n"
     "  keep-alive publishers each waiting for its ack; prints deliveries/s,\n"
@@ -66,6 +67,9 @@ const char* const load_usage =
     "  node to release every one from memory (start it with --node-arg --stream-idle-ms=MS;\n"
     "  fails past --timeout-s) and prints its RSS with the streams held and after, per stream.\n"
     "--token JWT: a bearer token for every request (a node with tenants).\n"
+    "--tls-port PORT (fanout, resume; with --server): sessions read over HTTPS on that port of\n"
+    "  --server's host (the client verifies nothing: loopback), publishes stay on --server.\n"
+    "  --tls-resume on|off: a reconnecting session offers the TLS session it had (on).\n"
     "--report FILE: also write an HTML page with the figures and plots (latency\n"
     "  distribution, deliveries over time, the node's memory) for the publishing scenarios.\n"
     "--target nchan: the server is nginx with nchan (with --server; --pid is its single\n"
@@ -122,6 +126,7 @@ load_options parse_load_options(const std::vector<std::string>& args) {
   bool etcd_given = false;
   bool rounds_given = false;
   bool rate_given = false;
+  bool tls_resume_given = false;
   for (std::size_t i = 0; i < args.size(); ++i) {
     const std::string& arg = args[i];
     auto value = [&]() -> std::string {
@@ -230,6 +235,13 @@ load_options parse_load_options(const std::vector<std::string>& args) {
       out.hold_events = number(arg, value(), 1);
     } else if (arg == "--timeout-s") {
       out.timeout_s = static_cast<unsigned>(number(arg, value(), 1));
+    } else if (arg == "--tls-port") {
+      out.tls_port = static_cast<std::uint16_t>(number(arg, value(), 1));
+    } else if (arg == "--tls-resume") {
+      const auto v = value();
+      if (v != "on" && v != "off") throw usage_error("--tls-resume is on or off, got '" + v + "'");
+      out.tls_resume = v == "on";
+      tls_resume_given = true;
     } else if (arg == "--pid") {
       out.pid = static_cast<pid_t>(number(arg, value(), 1));
     } else {
@@ -280,6 +292,10 @@ load_options parse_load_options(const std::vector<std::string>& args) {
     throw usage_error("--servers, --nodes, --publish-node and --owner-node go with --scenario cluster");
   }
   if (out.pid && !out.server) throw usage_error("--pid goes with --server");
+  if (out.tls_port && (!out.server || out.peer != target::tidings ||
+                       (out.kind != scenario::fanout && out.kind != scenario::resume)))
+    throw usage_error("--tls-port goes with --server and --scenario fanout or resume against tidings");
+  if (tls_resume_given && !out.tls_port) throw usage_error("--tls-resume goes with --tls-port");
   check_names(out);
   if (out.peer == target::nchan && !out.server) {
     throw usage_error("--target nchan needs --server (tidings-load does not start nginx)");

@@ -53,9 +53,11 @@ struct load_options {
   unsigned hold_s = 0;          // idle: keep the sessions open this long after they are ready
   std::size_t hold_events = 0;  // ...or until every session has received this many events
   unsigned timeout_s = 300;
-  std::optional<pid_t> pid;  // the node's pid when not spawning (for RSS and CPU);
-                             // for nchan, the single nginx worker's
-  std::string report_path;   // --report FILE: an HTML page with the run's plots
+  std::optional<pid_t> pid;    // the node's pid when not spawning (for RSS and CPU);
+                               // for nchan, the single nginx worker's
+  std::string report_path;     // --report FILE: an HTML page with the run's plots
+  std::uint16_t tls_port = 0;  // --tls-port: sessions read over HTTPS on this port of --server's host
+  bool tls_resume = true;      // --tls-resume on|off: reconnecting sessions offer their TLS session
   bool help = false;
 };
 

@@ -37,7 +37,7 @@ void session_pool::start_next() {
 
 std::unique_ptr<sse_session> session_pool::launch(std::size_t session, const std::string& request) {
   auto s = std::make_unique<sse_session>(ioc_, servers_[session % servers_.size()], request, peer_, *this,
-                                         session, read_size_);
+                                         session, read_size_, tls_);
   if (any_payload_) s->accept_any_payload();
   s->start();
   return s;

@@ -34,6 +34,9 @@ class session_pool final : public session_observer {
   // Sessions take events of any payload (someone else's stream) and report
   // only their cursor's seq; by default anything but the load payload fails.
   void accept_any_payload() { any_payload_ = true; }
+  // Sessions connect over TLS (to the servers given, HTTPS ports); `tls`
+  // outlives the pool.
+  void use_tls(tls_sessions* tls) { tls_ = tls; }
 
   // `on_ready` once every session had its hello; `on_failure` at the first
   // failure of any session, before or after that.
@@ -84,6 +87,7 @@ class session_pool final : public session_observer {
   std::size_t ready_ = 0;
   bool failed_ = false;
   bool any_payload_ = false;
+  tls_sessions* tls_ = nullptr;
   std::chrono::milliseconds give_up_after_{0};
   std::vector<std::string> last_ids_;        // per session, from its earlier connections
   std::vector<std::int64_t> failing_since_;  // per session: when its connection was lost (0: it is up)

@@ -77,8 +77,10 @@ std::int64_t steady_ns() {
 }
 
 sse_session::sse_session(net::io_context& ioc, const tcp::endpoint& server, const std::string& request,
-                         target peer, session_observer& observer, std::size_t id, std::size_t read_size)
+                         target peer, session_observer& observer, std::size_t id, std::size_t read_size,
+                         tls_sessions* tls)
     : socket_(ioc),
+      tls_sessions_(tls),
       server_(server),
       request_(request),
       peer_(peer),
@@ -90,15 +92,33 @@ void sse_session::start() {
   socket_.async_connect(server_, [this](const boost::system::error_code& ec) {
     if (done_) return;
     if (ec) return fail("connect: " + ec.message(), true);
-    boost::system::error_code ignored;
-    socket_.set_option(tcp::no_delay(true), ignored);
-    net::async_write(socket_, net::buffer(request_),
-                     [this](const boost::system::error_code& wec, std::size_t) {
-                       if (done_) return;
-                       if (wec) return fail("send request: " + wec.message(), true);
-                       do_read();
-                     });
+    on_connected();
   });
+}
+
+void sse_session::on_connected() {
+  boost::system::error_code ignored;
+  socket_.set_option(tcp::no_delay(true), ignored);
+  if (!tls_sessions_) return send_request();
+  tls_.emplace(socket_, tls_sessions_->context());
+  tls_sessions_->prepare(id_, tls_->native_handle());
+  tls_->async_handshake(net::ssl::stream_base::client, [this](const boost::system::error_code& ec) {
+    if (done_) return;
+    if (ec) return fail("TLS handshake: " + ec.message(), true);
+    send_request();
+  });
+}
+
+void sse_session::send_request() {
+  auto sent = [this](const boost::system::error_code& ec, std::size_t) {
+    if (done_) return;
+    if (ec) return fail("send request: " + ec.message(), true);
+    do_read();
+  };
+  if (tls_)
+    net::async_write(*tls_, net::buffer(request_), sent);
+  else
+    net::async_write(socket_, net::buffer(request_), sent);
 }
 
 void sse_session::close() {
@@ -116,8 +136,11 @@ void sse_session::fail(const std::string& why, bool lost) {
 }
 
 void sse_session::do_read() {
-  socket_.async_read_some(net::buffer(read_buf_),
-                          [this](const boost::system::error_code& ec, std::size_t n) { on_read(ec, n); });
+  auto done = [this](const boost::system::error_code& ec, std::size_t n) { on_read(ec, n); };
+  if (tls_)
+    tls_->async_read_some(net::buffer(read_buf_), done);
+  else
+    socket_.async_read_some(net::buffer(read_buf_), done);
 }
 
 void sse_session::on_read(const boost::system::error_code& ec, std::size_t n) {
@@ -220,6 +243,7 @@ void sse_session::on_frame(std::string_view frame, std::int64_t now_ns) {
       hello_ = true;
       // Where a resume goes before any event arrived: the heads at subscribe.
       if (last_id_.empty()) last_id_ = heads_of_hello(data);
+      if (tls_) tls_sessions_->established(id_, tls_->native_handle());
       return observer_.on_hello(id_);
     }
     if (event == "heartbeat") return;

@@ -10,15 +10,18 @@
 // ": hi" comment frame first, ids of its own ("<time>:<tag>").
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/ssl/stream.hpp>
 
 #include "apps/tidings_load/chunked_decoder.hpp"
 #include "apps/tidings_load/load_options.hpp"
+#include "apps/tidings_load/tls_sessions.hpp"
 
 namespace tidings::load {
 
@@ -52,7 +55,7 @@ class sse_session {
  public:
   sse_session(boost::asio::io_context& ioc, const boost::asio::ip::tcp::endpoint& server,
               const std::string& request, target peer, session_observer& observer, std::size_t id,
-              std::size_t read_size);
+              std::size_t read_size, tls_sessions* tls = nullptr);
   sse_session(const sse_session&) = delete;
   sse_session& operator=(const sse_session&) = delete;
 
@@ -65,6 +68,8 @@ class sse_session {
   void close();
 
  private:
+  void on_connected();
+  void send_request();
   void do_read();
   void on_read(const boost::system::error_code& ec, std::size_t n);
   bool take_header(std::string_view bytes);
@@ -74,6 +79,8 @@ class sse_session {
   void fail(const std::string& why, bool lost = false);
 
   boost::asio::ip::tcp::socket socket_;
+  tls_sessions* tls_sessions_;  // null: plain HTTP
+  std::optional<boost::asio::ssl::stream<boost::asio::ip::tcp::socket&>> tls_;
   boost::asio::ip::tcp::endpoint server_;
   const std::string& request_;
   target peer_;

@@ -585,3 +585,38 @@ TEST_CASE("a resource's watch without a strategy polls every 60 s, and its backe
   file.write("upstreams:\n  resources:\n    - uri: drive://x\n");
   CHECK(parse_error({"--config", file.path()}).find("needs watch") != std::string::npos);
 }
+
+TEST_CASE("an HTTPS listener: tls-listen, tls-cert and tls-key together, the key checked at start",
+          "[config][tls]") {
+  tidings::testing::temp_dir dir;
+  tidings::testing::test_ca ca(dir.path().string(), "node");
+  const auto leaf = ca.issue("node", {"localhost", {"DNS:localhost"}});
+  const auto other = ca.issue("other", {"other", {"DNS:other"}});
+  auto c = parsed({"--tls-listen", "localhost:8443", "--tls-cert", leaf.cert, "--tls-key", leaf.key});
+  CHECK(c.tls_listen == "127.0.0.1:8443");
+  REQUIRE(c.tls_keys != nullptr);
+  CHECK(c.tls_keys->current() != nullptr);
+  CHECK(c.tls_keys->info().subject == "CN=localhost");
+  CHECK_FALSE(c.tls_keys->info().not_after.empty());
+  // The file's tls: mapping is the same three settings.
+  temp_file file("tls: {listen: \"127.0.0.1:0\", cert: " + leaf.cert + ", key: " + leaf.key + "}\n");
+  CHECK(parsed({"--config", file.path()}).tls_keys != nullptr);
+  temp_file unknown("tls: {listen: \"127.0.0.1:0\", certificate: " + leaf.cert + "}\n");
+  CHECK(parse_error({"--config", unknown.path()}).find("tls: certificate: unknown setting") !=
+        std::string::npos);
+  CHECK(parse_error({"--tls-cert", leaf.cert, "--tls-key", leaf.key}).find("give tls-listen HOST:PORT too") !=
+        std::string::npos);
+  CHECK(parse_error({"--tls-listen", "127.0.0.1:8443", "--tls-cert", leaf.cert})
+            .find("needs tls-cert FILE and tls-key FILE") != std::string::npos);
+  CHECK(parse_error({"--tls-listen", "127.0.0.1:8443", "--tls-cert", leaf.cert, "--tls-key", other.key})
+            .find("tls-key " + other.key + ": not the key of the certificate in tls-cert " + leaf.cert) !=
+        std::string::npos);
+  CHECK(
+      parse_error({"--tls-listen", "127.0.0.1:8443", "--tls-cert", "/nonexistent.pem", "--tls-key", leaf.key})
+          .find("tls-cert /nonexistent.pem: cannot be read") != std::string::npos);
+  CHECK(parse_error({"--tls-listen", "127.0.0.1:8443", "--tls-cert", leaf.key, "--tls-key", leaf.key})
+            .find("tls-cert " + leaf.key + ": no PEM certificate in it") != std::string::npos);
+  // Encryption is not authentication: beyond loopback only with tenants.
+  CHECK(parse_error({"--tls-listen", "0.0.0.0:8443", "--tls-cert", leaf.cert, "--tls-key", leaf.key})
+            .find("tls-listen: refusing to listen on 0.0.0.0:8443: without tenants") != std::string::npos);
+}

@@ -50,23 +50,44 @@ raw_sse_session::raw_sse_session(const client::endpoint& ep, const std::string& 
   }
   std::string request = "GET " + target + " HTTP/1.1\r\nHost: " + ep.host + ":" + std::to_string(ep.port) +
                         "\r\nAccept: text/event-stream\r\n\r\n";
+  open(request, deadline);
+}
+
+raw_sse_session::raw_sse_session(std::unique_ptr<tls_client> tls, const std::string& target,
+                                 const std::string& headers, std::chrono::milliseconds timeout)
+    : tls_(std::move(tls)) {
+  open("GET " + target + " HTTP/1.1\r\nHost: localhost\r\nAccept: text/event-stream\r\n" + headers + "\r\n",
+       std::chrono::steady_clock::now() + timeout);
+}
+
+void raw_sse_session::send_all(const std::string& request) {
+  if (tls_) return tls_->write_all(request);
   std::size_t sent = 0;
   while (sent < request.size()) {
     auto n = ::send(fd_, request.data() + sent, request.size() - sent, MSG_NOSIGNAL);
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) {
-      ::close(fd_);
-      throw std::runtime_error(std::string("send: ") + std::strerror(errno));
+      auto err = std::string("send: ") + std::strerror(errno);
+      close_connection();
+      throw std::runtime_error(err);
     }
     sent += static_cast<std::size_t>(n);
   }
+}
 
+void raw_sse_session::close_connection() {
+  if (fd_ >= 0) ::close(fd_);
+  fd_ = -1;
+  tls_.reset();
+}
+
+void raw_sse_session::open(const std::string& request, std::chrono::steady_clock::time_point deadline) {
+  send_all(request);
   std::string head;
   std::size_t end = std::string::npos;
   while ((end = head.find("\r\n\r\n")) == std::string::npos) {
     if (!read_some(deadline, head) || eof_) {
-      ::close(fd_);
-      fd_ = -1;
+      close_connection();
       throw std::runtime_error("no complete response header; got: " + head);
     }
   }
@@ -74,8 +95,7 @@ raw_sse_session::raw_sse_session(const client::endpoint& ep, const std::string& 
   head.resize(end);
   auto lower = lowercase(head);
   if (head.rfind("HTTP/1.1 200", 0) != 0 && head.rfind("HTTP/1.0 200", 0) != 0) {
-    ::close(fd_);
-    fd_ = -1;
+    close_connection();
     throw std::runtime_error("SSE response is not 200: " + head + "\r\n\r\n" + rest);
   }
   chunked_ = lower.find("transfer-encoding: chunked") != std::string::npos;
@@ -83,10 +103,11 @@ raw_sse_session::raw_sse_session(const client::endpoint& ep, const std::string& 
 }
 
 raw_sse_session::~raw_sse_session() {
-  if (fd_ >= 0) ::close(fd_);
+  close_connection();
 }
 
 bool raw_sse_session::read_some(std::chrono::steady_clock::time_point deadline, std::string& into) {
+  if (tls_) return tls_->read_some(deadline, into, eof_);
   for (;;) {
     pollfd p{fd_, POLLIN, 0};
     int r = ::poll(&p, 1, millis_left(deadline));

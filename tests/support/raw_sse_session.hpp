@@ -10,11 +10,13 @@
 #include <chrono>
 #include <cstddef>
 #include <deque>
+#include <memory>
 #include <string>
 
 #include "client/http_client.hpp"
 #include "client/sse_client.hpp"
 #include "core/sse_parser.hpp"
+#include "tests/support/tls_client.hpp"
 
 namespace tidings::testing {
 
@@ -26,6 +28,10 @@ class raw_sse_session {
   // std::runtime_error on failure or when the status is not 200.
   raw_sse_session(const client::endpoint& ep, const std::string& target, std::chrono::milliseconds timeout,
                   int receive_buffer_bytes = 4096);
+  // The same over HTTPS, on a connection whose handshake is done; `headers`
+  // go into the request as written ("Last-Event-ID: X\r\n").
+  raw_sse_session(std::unique_ptr<tls_client> tls, const std::string& target, const std::string& headers,
+                  std::chrono::milliseconds timeout);
   ~raw_sse_session();
   raw_sse_session(const raw_sse_session&) = delete;
   raw_sse_session& operator=(const raw_sse_session&) = delete;
@@ -37,8 +43,13 @@ class raw_sse_session {
   // Reads once (bounded); false on timeout. Sets eof_ at the end of the stream.
   bool read_some(std::chrono::steady_clock::time_point deadline, std::string& into);
   void feed_body(std::string_view bytes);
+  // Sends the request and reads the response header; throws when not 200.
+  void open(const std::string& request, std::chrono::steady_clock::time_point deadline);
+  void send_all(const std::string& bytes);
+  void close_connection();
 
   int fd_ = -1;
+  std::unique_ptr<tls_client> tls_;  // HTTPS instead of fd_
   bool eof_ = false;
   bool chunked_ = false;
   // Chunked decoding state: bytes left in the current chunk, and the
