@@ -60,7 +60,7 @@ api::api(actors::hub_registry& hubs, actors::watch_manager_actor watches, persis
       loop_(loop),
       sources_(std::move(sources)),
       security_(std::move(security)) {
-  site_.loopback_only = names_loopback(cfg.listen_host);
+  site_.loopback_only = listens_on_loopback_only(cfg);
   site_.hosts = cfg.allowed_hosts;
   site_.origins = cfg.allowed_origins;
 }

@@ -451,15 +451,17 @@ std::optional<std::string> apply_file(config& c, const std::string& path) {
       }
       // tls: {listen, cert, key}: the tls-listen, tls-cert and tls-key settings.
       if (key == "tls" && kv.second.IsMap()) {
+        std::set<std::string> given;
         for (const auto& item : kv.second) {
           auto name = item.first.as<std::string>();
           if (name != "listen" && name != "cert" && name != "key")
             return at_key(name + ": unknown setting (tls: takes listen, cert and key)");
+          if (!given.insert(name).second) return at_key(name + ": is given twice");
           if (!item.second.IsScalar()) return at_key(name + ": must be a single value");
           std::string value;
           if (auto err = interpolate_env(item.second.as<std::string>(), &value))
             return at_key(name + ": " + *err);
-          if (auto err = apply(c, "tls-" + name, value, where)) return err;
+          if (auto err = setters().at("tls-" + name)(c, value)) return at_key(name + ": " + *err);
         }
         continue;
       }
@@ -473,6 +475,10 @@ std::optional<std::string> apply_file(config& c, const std::string& path) {
   } catch (const YAML::Exception& e) {
     return where + ": " + e.what();
   }
+  if (root["tls"])
+    for (const char* flat : {"tls-listen", "tls-cert", "tls-key"})
+      if (root[flat])
+        return where + ": " + flat + ": is given in tls: too; keep one (tls: {listen, cert, key})";
   return std::nullopt;
 }
 
@@ -499,6 +505,14 @@ std::map<std::string, std::string> file_settings(const std::string& path) {
 
 std::size_t default_io_threads() {
   return std::max<std::size_t>(1, std::thread::hardware_concurrency() / 2);
+}
+
+bool listens_on_loopback_only(const config& c) {
+  if (!names_loopback(c.listen_host)) return false;
+  if (!c.tls_listen) return true;
+  auto host = c.tls_listen->substr(0, c.tls_listen->rfind(':'));
+  if (host.size() > 2 && host.front() == '[') host = host.substr(1, host.size() - 2);
+  return names_loopback(host);
 }
 
 std::vector<std::string> setting_names() {

@@ -146,6 +146,11 @@ std::size_t min_insync(const config& c);
 // The names of the top-level settings (each also a --flag), sorted.
 std::vector<std::string> setting_names();
 
+// Every port the node serves HTTP on (listen, and tls-listen when set) is
+// loopback: Host headers are then checked against DNS rebinding
+// (site_guard.hpp). One port beyond loopback and names are the network's.
+bool listens_on_loopback_only(const config& c);
+
 // The levels the node logs at: log_levels, with a debug base under --verbose.
 logging::level_spec effective_log_levels(const config& c);
 

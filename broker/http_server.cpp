@@ -16,6 +16,7 @@
 #include <sstream>
 #include <utility>
 
+#include <openssl/err.h>
 #include <openssl/ssl.h>
 
 #include "logging/log.hpp"
@@ -200,7 +201,7 @@ http_response parse_error_response(const beast::error_code& ec, const http_limit
 // HTTPS port a handshake comes first, under the header deadline.
 template <class Stream>
 class http_connection : public std::enable_shared_from_this<http_connection<Stream>> {
-  static constexpr bool tls = std::is_same_v<Stream, relay::tls_stream>;
+  static constexpr bool tls = std::is_same_v<Stream, relay::tls_socket>;
 
  public:
   // `tls_context` is the HTTPS port's (null for plain HTTP); the connection
@@ -208,8 +209,7 @@ class http_connection : public std::enable_shared_from_this<http_connection<Stre
   http_connection(tcp::socket socket, std::shared_ptr<ssl::context> tls_context,
                   std::shared_ptr<const void> slot, relay::io_shard& shard, api& routes,
                   const http_limits& limits, const relay::sse_options& sse)
-      : stream_(make_stream(std::move(socket), tls_context.get())),
-        tls_context_(std::move(tls_context)),
+      : stream_(make_stream(std::move(socket), std::move(tls_context))),
         slot_(std::move(slot)),
         shard_(shard),
         routes_(routes),
@@ -219,9 +219,8 @@ class http_connection : public std::enable_shared_from_this<http_connection<Stre
 
   void start() {
     if constexpr (tls) {
-      lowest().expires_after(limits_.header_timeout);
+      stream_.expires_after(limits_.header_timeout);
       stream_.async_handshake(
-          ssl::stream_base::server,
           [self = this->shared_from_this()](beast::error_code ec) { self->on_handshake(ec); });
     } else {
       do_read();
@@ -229,22 +228,26 @@ class http_connection : public std::enable_shared_from_this<http_connection<Stre
   }
 
  private:
-  static Stream make_stream(tcp::socket socket, ssl::context* ctx) {
+  static Stream make_stream(tcp::socket socket, std::shared_ptr<ssl::context> ctx) {
     if constexpr (tls)
-      return Stream(std::move(socket), *ctx);
+      return Stream(std::move(socket), std::move(ctx));
     else
       return Stream(std::move(socket));
   }
 
-  beast::tcp_stream& lowest() { return beast::get_lowest_layer(stream_); }
+  // The TCP socket under either stream.
+  tcp::socket& raw_socket() { return stream_.socket(); }
 
   void on_handshake(beast::error_code ec) {
     if (!ec) return do_read();
-    // Plain HTTP at the HTTPS port: OpenSSL has read only the request line.
-    if (ec.category() == net::error::get_ssl_category() && ERR_GET_REASON(ec.value()) == SSL_R_HTTP_REQUEST) {
-      lowest().expires_after(refusal_write_deadline);
+    // Plain HTTP at the HTTPS port: OpenSSL has read only the request line
+    // (it knows GET, POST, HEAD and PUT; other methods end as any bad handshake).
+    const auto code = static_cast<unsigned long>(ec.value());
+    if (ec.category() == net::error::get_ssl_category() && ERR_GET_LIB(code) == ERR_LIB_SSL &&
+        ERR_GET_REASON(code) == SSL_R_HTTP_REQUEST) {
+      stream_.expires_after(refusal_write_deadline);
       return net::async_write(
-          lowest().socket(), net::buffer(plain_request_to_tls_port()),
+          raw_socket(), net::buffer(plain_request_to_tls_port()),
           [self = this->shared_from_this()](beast::error_code, std::size_t) { self->close(); });
     }
     // Scanners and clients that distrust the certificate end here: one debug
@@ -259,7 +262,7 @@ class http_connection : public std::enable_shared_from_this<http_connection<Stre
     parser_->body_limit(limits_.max_body_bytes);
     // The next request has begun arriving already: its header clock runs now.
     if (buffer_.size() > 0) return read_header();
-    lowest().expires_after(limits_.idle_timeout);
+    stream_.expires_after(limits_.idle_timeout);
     stream_.async_read_some(buffer_.prepare(first_read_bytes),
                             [self = this->shared_from_this()](beast::error_code ec, std::size_t n) {
                               self->on_first_bytes(ec, n);
@@ -273,7 +276,7 @@ class http_connection : public std::enable_shared_from_this<http_connection<Stre
   }
 
   void read_header() {
-    lowest().expires_after(limits_.header_timeout);
+    stream_.expires_after(limits_.header_timeout);
     http::async_read_header(
         stream_, buffer_, *parser_,
         [self = this->shared_from_this()](beast::error_code ec, std::size_t) { self->on_header(ec); });
@@ -288,7 +291,7 @@ class http_connection : public std::enable_shared_from_this<http_connection<Stre
                                            std::to_string(limits_.max_header_count) + " fields"),
                    false);
     if (parser_->is_done()) return on_request();
-    lowest().expires_after(limits_.idle_timeout);
+    stream_.expires_after(limits_.idle_timeout);
     http::async_read(
         stream_, buffer_, *parser_,
         [self = this->shared_from_this()](beast::error_code ec, std::size_t) { self->on_body(ec); });
@@ -334,7 +337,7 @@ class http_connection : public std::enable_shared_from_this<http_connection<Stre
     }
 
     auto result = routes_.handle(req, [self = this->shared_from_this()](http_response r) {
-      net::post(self->lowest().get_executor(), [self, r = std::move(r)]() mutable {
+      net::post(self->stream_.get_executor(), [self, r = std::move(r)]() mutable {
         if (r.sse) return self->upgrade(std::move(*r.sse));
         self->reply(std::move(r), self->keep_alive_);
       });
@@ -345,14 +348,13 @@ class http_connection : public std::enable_shared_from_this<http_connection<Stre
 
   void upgrade(relay::sse_request request) {
     // The connection now belongs to the SSE session for good.
-    lowest().expires_never();
+    stream_.expires_never();
     // The session keeps the connection's place in the counts.
     request.holds.push_back(std::move(slot_));
     std::shared_ptr<relay::sse_session> session;
     if constexpr (tls)
       session = std::make_shared<relay::sse_session>(
-          shard_, std::make_unique<relay::tls_connection>(tls_context_, std::move(stream_)),
-          std::move(request), sse_);
+          shard_, std::make_unique<relay::tls_connection>(std::move(stream_)), std::move(request), sse_);
     else
       session =
           std::make_shared<relay::sse_session>(shard_, stream_.release_socket(), std::move(request), sse_);
@@ -374,7 +376,7 @@ class http_connection : public std::enable_shared_from_this<http_connection<Stre
     if (r.status == 304) res->erase(http::field::content_length);
     // HEAD: the headers of the GET, Content-Length included, and no body.
     if (head_) res->body().clear();
-    lowest().expires_after(limits_.idle_timeout);
+    stream_.expires_after(limits_.idle_timeout);
     http::async_write(stream_, *res,
                       [self = this->shared_from_this(), res, after_sent = std::move(after_sent)](
                           beast::error_code ec, std::size_t) {
@@ -388,12 +390,11 @@ class http_connection : public std::enable_shared_from_this<http_connection<Stre
   // or chunks, so a client cannot mistake the end for a truncation.
   void close() {
     beast::error_code ec;
-    lowest().socket().shutdown(tcp::socket::shutdown_send, ec);
-    lowest().close();
+    raw_socket().shutdown(tcp::socket::shutdown_send, ec);
+    stream_.close();
   }
 
   Stream stream_;
-  std::shared_ptr<ssl::context> tls_context_;
   std::shared_ptr<const void> slot_;  // this connection's place in the counts
   relay::io_shard& shard_;
   api& routes_;
@@ -468,7 +469,7 @@ struct http_server::impl : std::enable_shared_from_this<http_server::impl> {
       auto server = weak.lock();
       if (!server) return;
       if (tls_context)
-        std::make_shared<http_connection<relay::tls_stream>>(std::move(socket), std::move(tls_context),
+        std::make_shared<http_connection<relay::tls_socket>>(std::move(socket), std::move(tls_context),
                                                              std::move(slot), shard, server->routes,
                                                              server->limits, server->sse)
             ->start();

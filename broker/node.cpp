@@ -44,6 +44,10 @@ sigset_t block_stop_signals() {
   sigaddset(&set, SIGINT);
   sigaddset(&set, SIGHUP);  // reload
   pthread_sigmask(SIG_BLOCK, &set, nullptr);
+  // A write to a connection the peer reset must fail with EPIPE, not end
+  // the process: OpenSSL's socket BIO (relay/tls_socket) writes with
+  // write(2), which has no MSG_NOSIGNAL.
+  std::signal(SIGPIPE, SIG_IGN);
   return set;
 }
 
@@ -264,21 +268,37 @@ int run_node(const config& cfg) {
                          return c;
                        }(),
                    turn = std::make_shared<std::mutex>()]() -> std::pair<unsigned, nlohmann::json> {
-      auto failed = [](unsigned status, const std::string& error) -> std::pair<unsigned, nlohmann::json> {
+      // The certificate and the config file are reloaded independently: a
+      // half-written renewal must not hold back a revocation, nor a bad config
+      // file a renewal. Each part's outcome is in the answer ("tls" holds the
+      // certificate now in use, or why the new one was refused).
+      nlohmann::json tls_result;
+      std::string tls_error;
+      auto failed = [&tls_result, &tls_error](
+                        unsigned status, const std::string& error) -> std::pair<unsigned, nlohmann::json> {
         logging::warn("node.reload_failed", {{"error", error}});
-        return {status, {{"error", error}}};
+        nlohmann::json body = {{"error", error}};
+        if (!tls_result.is_null()) body["tls"] = tls_result;
+        if (!tls_error.empty()) body["error"] = tls_error + "; " + error;
+        return {status, body};
       };
       std::lock_guard lock(*turn);
       // The HTTPS certificate first: renewals (certbot's deploy hook) send
-      // SIGHUP whether or not there is a config file, and a bad file keeps
-      // the certificate in use.
-      nlohmann::json tls_result;
+      // SIGHUP whether or not there is a config file.
       if (cfg.tls_keys) {
-        if (auto err = cfg.tls_keys->load()) return failed(400, *err);
-        tls_result = certificate_json(cfg.tls_keys->info());
-        logging::info("http.tls_reloaded", {{"subject", tls_result["subject"].get<std::string>()},
-                                            {"not_after", tls_result["not_after"].get<std::string>()}});
-        if (cfg.config_path.empty()) return {200, {{"reloaded", true}, {"tls", tls_result}}};
+        if (auto err = cfg.tls_keys->load()) {
+          tls_error = *err;
+          logging::warn("node.reload_failed", {{"error", tls_error}, {"kept", "the certificate in use"}});
+          tls_result = {{"error", tls_error}};
+        } else {
+          tls_result = certificate_json(cfg.tls_keys->info());
+          logging::info("http.tls_reloaded", {{"subject", tls_result["subject"].get<std::string>()},
+                                              {"not_after", tls_result["not_after"].get<std::string>()}});
+        }
+        if (cfg.config_path.empty()) {
+          if (!tls_error.empty()) return {400, {{"error", tls_error}, {"tls", tls_result}}};
+          return {200, {{"reloaded", true}, {"tls", tls_result}}};
+        }
       }
       reload_plan plan;
       if (auto err = plan_reload(cfg.config_path, *running, &plan)) return failed(400, *err);
@@ -306,13 +326,19 @@ int run_node(const config& cfg) {
                      {"upstreams_added", static_cast<std::uint64_t>(changes.added.size())},
                      {"upstreams_removed", static_cast<std::uint64_t>(changes.removed.size())},
                      {"upstreams_changed", static_cast<std::uint64_t>(changes.changed.size())}});
-      return {200,
-              {{"reloaded", true},
-               {"restart_needed", restart_needed},
-               {"upstreams",
-                {{"added", changes.added}, {"removed", changes.removed}, {"changed", changes.changed}}},
-               {"log_level", logging::to_string(plan.log_levels)},
-               {"tls", tls_result}}};
+      nlohmann::json answer = {
+          {"reloaded", tls_error.empty()},
+          {"restart_needed", restart_needed},
+          {"upstreams",
+           {{"added", changes.added}, {"removed", changes.removed}, {"changed", changes.changed}}},
+          {"log_level", logging::to_string(plan.log_levels)},
+          {"tls", tls_result}};
+      // The config applied but the certificate did not: 400, saying which.
+      if (!tls_error.empty()) {
+        answer["error"] = tls_error;
+        return {400, answer};
+      }
+      return {200, answer};
     };
     api routes(hubs, watches, *store, cfg, source_thread, source_registry, {auth, *usage, audit, reload});
     routes.set_write_guard(&write_guard);

@@ -312,6 +312,29 @@ bool parse_signature(yaml_reader& r, const Node& n, const std::string& path,
   return true;
 }
 
+// watch.strategy of type sql_polling: the database, the tracking query,
+// how often, and libpq's TLS.
+bool parse_sql_polling(yaml_reader& r, const Node& s, const std::string& spath,
+                       sources::web::web_resource_config* out) {
+  for (const char* key : {"signature", "token", "previous_tokens"})
+    if (s[key]) return r.fail(spath + "." + key, "is for webhooks only");
+  out->kind = sources::web::strategy::sql_polling;
+  auto& sql = out->sql.emplace();
+  if (!s["conninfo"]) return r.fail(spath, "needs conninfo (a libpq connection string or postgresql:// URI)");
+  if (!r.text(s["conninfo"], spath + ".conninfo", &sql.conninfo)) return false;
+  if (!s["query"])
+    return r.fail(spath,
+                  "needs query (a tracking query of one value, e.g. SELECT max(updated_at) FROM orders)");
+  if (!r.text(s["query"], spath + ".query", &sql.query)) return false;
+  if (s["interval_ms"] && !r.millis(s["interval_ms"], spath + ".interval_ms", &out->interval)) return false;
+  if (s["timeout_ms"] && !r.millis(s["timeout_ms"], spath + ".timeout_ms", &sql.timeout)) return false;
+  // libpq reads the files when it connects; checked here so a bad one stops the start.
+  if (!read_tls(r, s, spath, &sql.tls)) return false;
+  if (std::string error; sql.tls.any() && !net::make_tls_client_context(sql.tls, &error))
+    return r.fail(spath, error);
+  return true;
+}
+
 bool parse_resource(yaml_reader& r, const Node& n, const std::string& path,
                     sources::web::web_resource_config* out) {
   if (!r.known_keys(n, path, {"uri", "name", "description", "mime_type", "backend", "watch"})) return false;
@@ -328,7 +351,8 @@ bool parse_resource(yaml_reader& r, const Node& n, const std::string& path,
   // Nothing polls without a watch: block (invariant 1); one without a
   // strategy is the operator's opt-in to a poll every 60 s.
   if (!watch)
-    return r.fail(path, "needs watch (with strategy webhook or poll; without one it polls every 60 s)");
+    return r.fail(
+        path, "needs watch (with strategy webhook, poll or sql_polling; without one it polls every 60 s)");
   if (watch.IsNull() || (watch.IsMap() && !watch["strategy"])) {
     if (watch.IsMap() && !r.known_keys(watch, path + ".watch", {"strategy"})) return false;
     out->kind = sources::web::strategy::poll;
@@ -338,9 +362,16 @@ bool parse_resource(yaml_reader& r, const Node& n, const std::string& path,
   if (!r.known_keys(watch, path + ".watch", {"strategy"})) return false;
   auto s = watch["strategy"];
   auto spath = path + ".watch.strategy";
-  if (!r.known_keys(s, spath, {"type", "token", "previous_tokens", "signature", "interval_ms"})) return false;
+  if (!r.known_keys(s, spath,
+                    {"type", "token", "previous_tokens", "signature", "interval_ms", "conninfo", "query",
+                     "timeout_ms", "ca_file", "client_cert", "client_key", "insecure_skip_verify"}))
+    return false;
   std::string type;
   if (!s["type"] || !r.text(s["type"], spath + ".type", &type)) return r.fail(spath, "needs type");
+  if (type != "sql_polling")
+    for (const char* key :
+         {"conninfo", "query", "timeout_ms", "ca_file", "client_cert", "client_key", "insecure_skip_verify"})
+      if (s[key]) return r.fail(spath + "." + key, "is for sql_polling only");
   if (type == "webhook") {
     out->kind = sources::web::strategy::webhook;
     if (s["token"] && !r.text(s["token"], spath + ".token", &out->token)) return false;
@@ -356,8 +387,10 @@ bool parse_resource(yaml_reader& r, const Node& n, const std::string& path,
     if (s["signature"]) return r.fail(spath + ".signature", "is for webhooks only");
     out->kind = sources::web::strategy::poll;
     if (s["interval_ms"] && !r.millis(s["interval_ms"], spath + ".interval_ms", &out->interval)) return false;
+  } else if (type == "sql_polling") {
+    return parse_sql_polling(r, s, spath, out);
   } else {
-    return r.fail(spath + ".type", "must be webhook or poll, not '" + type + "'");
+    return r.fail(spath + ".type", "must be webhook, poll or sql_polling, not '" + type + "'");
   }
   return true;
 }
@@ -419,13 +452,20 @@ json settings_of(const sources::web::web_config& c) {
   json out = json::array();
   for (const auto& r : c.resources) {
     // As it runs: a new poll floor matters only where it moves an interval.
-    auto interval = r.kind == sources::web::strategy::poll ? std::max(r.interval, c.poll_floor) : r.interval;
+    auto interval = r.polled() ? std::max(r.interval, c.poll_floor) : r.interval;
     json one = {{"uri", r.uri},
                 {"name", r.name},
                 {"description", r.description},
                 {"mime_type", r.mime_type},
-                {"kind", r.kind == sources::web::strategy::webhook ? "webhook" : "poll"},
+                {"kind", r.kind == sources::web::strategy::webhook ? "webhook"
+                         : r.kind == sources::web::strategy::poll  ? "poll"
+                                                                   : "sql_polling"},
                 {"interval_ms", interval.count()}};
+    if (r.sql)
+      one["sql"] = {{"conninfo", r.sql->conninfo},
+                    {"query", r.sql->query},
+                    {"timeout_ms", r.sql->timeout.count()},
+                    {"tls", settings_of(r.sql->tls)}};
     if (r.backend)
       one["backend"] = {{"url", r.backend->url},
                         {"method", r.backend->method},
@@ -445,9 +485,12 @@ json settings_of(const sources::web::web_config& c) {
 std::vector<std::pair<std::string, std::string>> unverified_tls(const upstreams_config& cfg) {
   std::vector<std::pair<std::string, std::string>> out;
   for (std::size_t i = 0; i < cfg.web.resources.size(); ++i)
-    if (cfg.web.resources[i].tls_unverified())
-      out.emplace_back("resources",
-                       "upstreams.resources[" + std::to_string(i) + "].backend.insecure_skip_verify");
+    if (cfg.web.resources[i].tls_unverified()) {
+      const auto& r = cfg.web.resources[i];
+      const bool backend = r.backend && r.backend->tls.insecure_skip_verify;
+      out.emplace_back("resources", "upstreams.resources[" + std::to_string(i) + "]." +
+                                        (backend ? "backend" : "watch.strategy") + ".insecure_skip_verify");
+    }
   for (const auto& c : cfg.kube)
     if (c.tls.insecure_skip_verify)
       out.emplace_back("kube:" + c.context, "upstreams.kube." + c.context + ".insecure_skip_verify");

@@ -59,11 +59,11 @@ sse_session::sse_session(io_shard& shard, std::unique_ptr<tls_connection> tls, s
 sse_session::~sse_session() = default;
 
 net::ip::tcp::socket& sse_session::tcp_socket() {
-  return tls_ ? tls_->stream.next_layer().socket() : socket_;
+  return tls_ ? tls_->stream.socket() : socket_;
 }
 
 const net::ip::tcp::socket& sse_session::tcp_socket() const {
-  return tls_ ? tls_->stream.next_layer().socket() : socket_;
+  return tls_ ? tls_->stream.socket() : socket_;
 }
 
 void sse_session::start() {
@@ -423,8 +423,9 @@ void sse_session::wait_heartbeat() {
 
 void sse_session::wait_readable() {
   if (tls_) {
-    // TLS records must be read through the stream (a close_notify, a key
-    // update): one small read stays pending, beside the writes.
+    // Through TLS (a close_notify, a key update, or the end). A read waiting
+    // in OpenSSL holds no record buffer (SSL_MODE_RELEASE_BUFFERS), and
+    // reading again at once takes what one record held beyond the buffer.
     tls_->stream.async_read_some(net::buffer(tls_->read_buffer),
                                  [self = shared_from_this()](const error_code& ec, std::size_t) {
                                    if (self->closed_) return;

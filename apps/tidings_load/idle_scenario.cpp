@@ -12,6 +12,7 @@
 #include <cstdio>
 #include <functional>
 #include <iostream>
+#include <memory>
 #include <vector>
 
 #include <boost/asio/signal_set.hpp>
@@ -74,8 +75,16 @@ int run_idle(scenario_context& ctx) {
   const auto& o = ctx.opts;
   std::function<void()> stop;
   hold_counter counter(o.sessions, o.hold_events, [&] { stop(); });
-  session_pool pool(ctx.ioc, {ctx.server}, o.peer, {subscribe_request(o.peer, ctx.server, o)}, o.sessions,
+  // --tls-port: the sessions are idle over HTTPS (each holds its TLS state in the node).
+  std::unique_ptr<tls_sessions> tls;
+  auto where = ctx.server;
+  if (o.tls_port) {
+    tls = std::make_unique<tls_sessions>(o.sessions, o.tls_resume);
+    where.port(o.tls_port);
+  }
+  session_pool pool(ctx.ioc, {where}, o.peer, {subscribe_request(o.peer, ctx.server, o)}, o.sessions,
                     o.connect_window, idle_read_size, o.hold_s ? &counter : nullptr);
+  pool.use_tls(tls.get());
   // Someone else's stream or an upstream's: its events are not ours to parse.
   if (o.hold_s || !o.uri.empty()) pool.accept_any_payload();
   boost::asio::steady_timer deadline(ctx.ioc);

@@ -67,7 +67,7 @@ const char* const load_usage =
     "  node to release every one from memory (start it with --node-arg --stream-idle-ms=MS;\n"
     "  fails past --timeout-s) and prints its RSS with the streams held and after, per stream.\n"
     "--token JWT: a bearer token for every request (a node with tenants).\n"
-    "--tls-port PORT (fanout, resume; with --server): sessions read over HTTPS on that port of\n"
+    "--tls-port PORT (fanout, resume, idle; with --server): sessions read over HTTPS on that port of\n"
     "  --server's host (the client verifies nothing: loopback), publishes stay on --server.\n"
     "  --tls-resume on|off: a reconnecting session offers the TLS session it had (on).\n"
     "--report FILE: also write an HTML page with the figures and plots (latency\n"
@@ -236,7 +236,9 @@ load_options parse_load_options(const std::vector<std::string>& args) {
     } else if (arg == "--timeout-s") {
       out.timeout_s = static_cast<unsigned>(number(arg, value(), 1));
     } else if (arg == "--tls-port") {
-      out.tls_port = static_cast<std::uint16_t>(number(arg, value(), 1));
+      const auto port = number(arg, value(), 1);
+      if (port > 65535) throw usage_error("--tls-port is a port, 1 to 65535");
+      out.tls_port = static_cast<std::uint16_t>(port);
     } else if (arg == "--tls-resume") {
       const auto v = value();
       if (v != "on" && v != "off") throw usage_error("--tls-resume is on or off, got '" + v + "'");
@@ -292,9 +294,10 @@ load_options parse_load_options(const std::vector<std::string>& args) {
     throw usage_error("--servers, --nodes, --publish-node and --owner-node go with --scenario cluster");
   }
   if (out.pid && !out.server) throw usage_error("--pid goes with --server");
-  if (out.tls_port && (!out.server || out.peer != target::tidings ||
-                       (out.kind != scenario::fanout && out.kind != scenario::resume)))
-    throw usage_error("--tls-port goes with --server and --scenario fanout or resume against tidings");
+  if (out.tls_port &&
+      (!out.server || out.peer != target::tidings ||
+       (out.kind != scenario::fanout && out.kind != scenario::resume && out.kind != scenario::idle)))
+    throw usage_error("--tls-port goes with --server and --scenario fanout, resume or idle against tidings");
   if (tls_resume_given && !out.tls_port) throw usage_error("--tls-resume goes with --tls-port");
   check_names(out);
   if (out.peer == target::nchan && !out.server) {

@@ -102,15 +102,22 @@ void postgres_connection::connect(const std::string& conninfo,
   if (PQstatus(conn_) == CONNECTION_BAD) return fail_later(libpq_error());
   PQsetNoticeProcessor(conn_, &postgres_connection::on_notice, this);
 
-  deadline_.expires_after(deadline);
-  deadline_.async_wait([this, alive = std::weak_ptr<char>(alive_)](const boost::system::error_code& ec) {
-    if (alive.expired() || ec) return;
+  arm_deadline();
+  // libpq: before the first PQconnectPoll, act as if it asked for writability.
+  await(wait_for::write, &postgres_connection::poll_connect);
+}
+
+void postgres_connection::arm_deadline() {
+  deadline_.expires_after(deadline_length_);
+  // A deadline that expired just before this re-arm may still be queued:
+  // only the latest one counts.
+  deadline_.async_wait([this, alive = std::weak_ptr<char>(alive_),
+                        generation = ++deadline_generation_](const boost::system::error_code& ec) {
+    if (alive.expired() || ec || generation != deadline_generation_) return;
     if (phase_ == phase::connecting || phase_ == phase::executing) {
       fail("timed out after " + std::to_string(deadline_length_.count()) + " ms");
     }
   });
-  // libpq: before the first PQconnectPoll, act as if it asked for writability.
-  await(wait_for::write, &postgres_connection::poll_connect);
 }
 
 std::string postgres_connection::quote_identifier(std::string_view name, std::string* error) const {
@@ -135,6 +142,25 @@ void postgres_connection::execute(const std::string& sql, done_fn done) {
   first_error_.clear();
   if (!PQsendQuery(conn_, sql.c_str())) return fail_later(libpq_error());
   flush_query();
+}
+
+void postgres_connection::query_scalar(const std::string& sql, scalar_fn done) {
+  capture_ = true;
+  captured_rows_ = -1;
+  captured_columns_ = 0;
+  captured_.reset();
+  // Each tracking query gets the whole deadline (a poll runs for days).
+  if (phase_ == phase::ready) arm_deadline();
+  execute(sql, [this, done = std::move(done)](std::string error) {
+    capture_ = false;
+    if (!error.empty()) return done(std::move(error), std::nullopt);
+    if (captured_rows_ != 1 || captured_columns_ != 1)
+      return done("the tracking query must return one row of one column; it returned " +
+                      std::to_string(std::max(captured_rows_, 0)) + " row(s) of " +
+                      std::to_string(captured_columns_) + " column(s)",
+                  std::nullopt);
+    done({}, std::move(captured_));
+  });
 }
 
 void postgres_connection::watch(notify_fn on_notify, done_fn lost) {
@@ -206,6 +232,12 @@ void postgres_connection::read_results() {
       return done(std::move(first_error_));
     }
     auto status = PQresultStatus(res);
+    if (capture_ && status == PGRES_TUPLES_OK && captured_rows_ < 0) {
+      captured_rows_ = PQntuples(res);
+      captured_columns_ = PQnfields(res);
+      if (captured_rows_ == 1 && captured_columns_ == 1 && !PQgetisnull(res, 0, 0))
+        captured_ = std::string(PQgetvalue(res, 0, 0), static_cast<std::size_t>(PQgetlength(res, 0, 0)));
+    }
     if (status != PGRES_COMMAND_OK && status != PGRES_TUPLES_OK && first_error_.empty()) {
       first_error_ = one_line(PQresultErrorMessage(res));
       if (first_error_.empty()) first_error_ = std::string("unexpected result: ") + PQresStatus(status);

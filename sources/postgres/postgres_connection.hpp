@@ -22,8 +22,10 @@
 // does, so the owner may destroy this object inside it.
 
 #include <chrono>
+#include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -68,6 +70,12 @@ class postgres_connection {
   // result succeeded, else the server's error message.
   void execute(const std::string& sql, done_fn done);
 
+  // Runs a query that must return one row of one column (a tracking query,
+  // sql_polling) and hands over its value: nullopt for SQL NULL. `done`
+  // gets an error instead when the query fails or returns another shape.
+  using scalar_fn = std::function<void(std::string error, std::optional<std::string> value)>;
+  void query_scalar(const std::string& sql, scalar_fn done);
+
   // From now on hands over notifications, a batch per socket wake, until
   // the connection is lost (`lost` gets the reason). Ends the deadline.
   void watch(notify_fn on_notify, done_fn lost);
@@ -82,6 +90,7 @@ class postgres_connection {
   enum class phase { idle, connecting, ready, executing, watching, closed };
   enum class wait_for { read, write };
 
+  void arm_deadline();
   void poll_connect();
   void flush_query();
   void read_results();
@@ -97,12 +106,18 @@ class postgres_connection {
   boost::asio::posix::stream_descriptor socket_;
   boost::asio::steady_timer deadline_;
   std::chrono::milliseconds deadline_length_{0};
+  std::uint64_t deadline_generation_ = 0;
   pg_conn* conn_ = nullptr;
   phase phase_ = phase::idle;
   done_fn pending_;  // connect or execute
   notify_fn on_notify_;
   done_fn lost_;
   std::string first_error_;  // of the command being executed
+  // query_scalar: the first result's shape and its value.
+  bool capture_ = false;
+  int captured_rows_ = -1;
+  int captured_columns_ = 0;
+  std::optional<std::string> captured_;
   std::string last_notice_;  // a FATAL before a disconnect comes in as a notice
   // Handlers hold a weak_ptr: once close() resets it, late completions
   // (cancelled waits, the timer) do nothing.

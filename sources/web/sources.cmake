@@ -4,5 +4,6 @@ list(APPEND TIDINGS_SOURCES_FILES
   web/backend_read.cpp
   web/webhook_upstream.cpp
   web/poll_upstream.cpp
+  web/sql_poll_upstream.cpp
   web/web_connector.cpp
   web/webhook_signature.cpp)

@@ -13,6 +13,9 @@ std::vector<std::string> check_web_config(const web_config& cfg) {
     if (++uris[r.uri] == 2) errors.push_back("resource " + r.uri + " is configured twice");
     if (r.kind == strategy::poll && !r.backend)
       errors.push_back("resource " + r.uri + ": a poll strategy needs a backend to fetch");
+    if (r.kind == strategy::sql_polling && (!r.sql || r.sql->conninfo.empty() || r.sql->query.empty()))
+      errors.push_back("resource " + r.uri +
+                       ": sql_polling needs url (the database) and query (the tracking query)");
     if (r.backend) {
       net::http_url url;
       std::string error;

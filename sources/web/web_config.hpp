@@ -39,7 +39,22 @@ struct backend_config {
 // seeds/001).
 inline constexpr std::chrono::milliseconds default_poll_interval{60000};
 
-enum class strategy { webhook, poll };
+enum class strategy { webhook, poll, sql_polling };
+
+// sql_polling (seeds/001): a scalar tracking query run on the interval over
+// libpq, on a monotonic column ("SELECT max(updated_at) FROM orders"); the
+// resource changed when its value moved. The portable alternative to
+// LISTEN/NOTIFY: any table with such a column, nothing to install.
+struct sql_poll_config {
+  // A libpq connection string or URI, passed as is (every libpq keyword works).
+  std::string conninfo;
+  std::string query;
+  // ca_file, client_cert, client_key, insecure_skip_verify: libpq's
+  // sslrootcert, sslcert, sslkey and sslmode, as for postgres: upstreams.
+  net::tls_settings tls;
+  // Bounds connecting and each run of the query.
+  std::chrono::milliseconds timeout{10000};
+};
 
 // The poll interval floor unless the operator sets another
 // (upstreams.poll_floor_ms): a misconfigured watch cannot hammer a backend.
@@ -61,11 +76,17 @@ struct web_resource_config {
   std::vector<std::string> previous_tokens;
   // webhook: a signature every call must carry besides the token.
   std::optional<signature_config> signature;
-  // poll (needs a backend): raised to web_config::poll_floor when smaller.
+  // sql_polling: the database and the tracking query.
+  std::optional<sql_poll_config> sql;
+  // poll (needs a backend) and sql_polling: raised to web_config::poll_floor when smaller.
   std::chrono::milliseconds interval = default_poll_interval;
 
   // Its backend's TLS peer goes unchecked (insecure_skip_verify).
-  bool tls_unverified() const { return backend && backend->tls.insecure_skip_verify; }
+  bool tls_unverified() const {
+    return (backend && backend->tls.insecure_skip_verify) || (sql && sql->tls.insecure_skip_verify);
+  }
+  // Polled on an interval (poll, sql_polling), so the floor applies.
+  bool polled() const { return kind == strategy::poll || kind == strategy::sql_polling; }
 };
 
 struct web_config {

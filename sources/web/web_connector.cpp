@@ -12,6 +12,7 @@
 #include "logging/log.hpp"
 #include "sources/web/backend_read.hpp"
 #include "sources/web/poll_upstream.hpp"
+#include "sources/web/sql_poll_upstream.hpp"
 #include "sources/web/webhook_upstream.hpp"
 
 namespace tidings::sources::web {
@@ -41,7 +42,7 @@ std::string generated_token(const std::string& key, std::string_view uri) {
 
 web_connector::web_connector(boost::asio::io_context& ioc, web_config cfg) : ioc_(ioc), cfg_(std::move(cfg)) {
   for (auto& r : cfg_.resources) {
-    if (r.kind == strategy::poll && r.interval < cfg_.poll_floor) {
+    if (r.polled() && r.interval < cfg_.poll_floor) {
       logging::warn("source.poll_interval_raised",
                     {{"uri", r.uri},
                      {"configured_ms", static_cast<std::int64_t>(r.interval.count())},
@@ -95,6 +96,7 @@ std::unique_ptr<upstream> web_connector::open(const std::string& uri, std::strin
     return nullptr;
   }
   if (r->kind == strategy::poll) return std::make_unique<poll_upstream>(ioc_, *r);
+  if (r->kind == strategy::sql_polling) return std::make_unique<sql_poll_upstream>(ioc_, *r);
   if (auto old = live_.find(uri); old != live_.end()) {
     // The registry opens a key again only after the previous source ended;
     // should a close still be on its way, the new upstream takes over.
@@ -108,6 +110,23 @@ std::unique_ptr<upstream> web_connector::open(const std::string& uri, std::strin
 void web_connector::read(const std::string& uri, std::function<void(read_outcome)> done) {
   const auto* r = find(uri);
   if (!r) return done(read_outcome::failed(uri + " is not a configured resource"));
+  if (r->kind == strategy::sql_polling && !r->backend) {
+    // Its state is the tracking query's value: one query on a connection of
+    // its own, shared by the reads that come while it runs (so a burst of
+    // reads is one connection to the database), dropped once answered.
+    auto [it, fresh] = one_shots_.try_emplace(uri);
+    if (fresh) it->second = {next_one_shot_++, std::make_unique<sql_poll_upstream>(ioc_, *r)};
+    return it->second.second->read(
+        [this, uri, id = it->second.first, done = std::move(done)](read_outcome o) {
+          done(std::move(o));
+          // Only this one: a later read may have made the next by then.
+          boost::asio::post(ioc_, [this, uri, id, alive = std::weak_ptr<char>(lifetime_)] {
+            if (alive.expired()) return;
+            if (auto f = one_shots_.find(uri); f != one_shots_.end() && f->second.first == id)
+              one_shots_.erase(f);
+          });
+        });
+  }
   if (!r->backend)
     return done(read_outcome::failed(uri + " has no backend to read; it only announces changes"));
   read_backend(ioc_, *r, std::move(done));
@@ -116,6 +135,7 @@ void web_connector::read(const std::string& uri, std::function<void(read_outcome
 void web_connector::stop() {
   // Each live upstream's close() erases itself.
   while (!live_.empty()) live_.begin()->second->close();
+  one_shots_.clear();  // their destructors close them: no answer comes after stop
 }
 
 void web_connector::update_tokens(const std::vector<webhook_tokens>& tokens) {

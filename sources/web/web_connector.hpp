@@ -7,7 +7,9 @@
 // when something is subscribed, tells its live upstream.
 
 #include <chrono>
+#include <cstdint>
 #include <map>
+#include <memory>
 #include <optional>
 #include <set>
 #include <string>
@@ -80,7 +82,12 @@ class web_connector final : public connector {
   std::string name_ = "resources";
   std::set<std::string, std::less<>> generated_;  // uris whose token was generated, not configured
   std::map<std::string, webhook_upstream*, std::less<>> live_;  // uri -> the subscribed upstream
-  std::map<std::string, replay_guard, std::less<>> replays_;    // uri -> signatures accepted lately
+  // sql_polling reads without a source (resources/read): one upstream per
+  // resource runs the query for all of them, closed by stop() if still running.
+  std::map<std::string, std::pair<std::uint64_t, std::unique_ptr<upstream>>> one_shots_;  // by uri
+  std::uint64_t next_one_shot_ = 0;
+  std::shared_ptr<char> lifetime_ = std::make_shared<char>();  // posted handlers check it
+  std::map<std::string, replay_guard, std::less<>> replays_;   // uri -> signatures accepted lately
 };
 
 // A random UUIDv4 (from the OS's random source).

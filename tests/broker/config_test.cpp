@@ -616,7 +616,50 @@ TEST_CASE("an HTTPS listener: tls-listen, tls-cert and tls-key together, the key
           .find("tls-cert /nonexistent.pem: cannot be read") != std::string::npos);
   CHECK(parse_error({"--tls-listen", "127.0.0.1:8443", "--tls-cert", leaf.key, "--tls-key", leaf.key})
             .find("tls-cert " + leaf.key + ": no PEM certificate in it") != std::string::npos);
+  // Host headers are checked against DNS rebinding only while every port is loopback.
+  CHECK(listens_on_loopback_only(c));
+  config wide = c;
+  wide.tls_listen = "0.0.0.0:8443";
+  CHECK_FALSE(listens_on_loopback_only(wide));
+  wide.tls_listen = "[::1]:8443";
+  CHECK(listens_on_loopback_only(wide));
   // Encryption is not authentication: beyond loopback only with tenants.
   CHECK(parse_error({"--tls-listen", "0.0.0.0:8443", "--tls-cert", leaf.cert, "--tls-key", leaf.key})
             .find("tls-listen: refusing to listen on 0.0.0.0:8443: without tenants") != std::string::npos);
+}
+
+TEST_CASE("sql_polling: a database and a tracking query, polled no faster than the floor", "[config]") {
+  auto resource = [](const std::string& strategy) {
+    return "upstreams:\n  resources:\n    - uri: db://orders\n      watch: {strategy: {type: sql_polling" +
+           strategy + "}}\n";
+  };
+  temp_file file(
+      resource(", conninfo: \"host=127.0.0.1 dbname=app\", query: \"SELECT max(id) FROM orders\", "
+               "interval_ms: 5000, timeout_ms: 2000"));
+  auto r = parsed({"--config", file.path()}).upstreams.web.resources.at(0);
+  CHECK(r.kind == tidings::sources::web::strategy::sql_polling);
+  CHECK(r.polled());
+  REQUIRE(r.sql);
+  CHECK(r.sql->conninfo == "host=127.0.0.1 dbname=app");
+  CHECK(r.sql->query == "SELECT max(id) FROM orders");
+  CHECK(r.sql->timeout == std::chrono::seconds(2));
+  CHECK(r.interval == std::chrono::seconds(5));
+  CHECK_FALSE(r.backend);
+
+  const std::string at = "upstreams.resources[0].watch.strategy";
+  file.write(resource(", query: \"SELECT 1\""));
+  CHECK(parse_error({"--config", file.path()}).find(at + ": needs conninfo") != std::string::npos);
+  file.write(resource(", conninfo: \"dbname=app\""));
+  CHECK(parse_error({"--config", file.path()}).find(at + ": needs query (a tracking query of one value") !=
+        std::string::npos);
+  file.write(resource(", conninfo: x, query: y, token: t"));
+  CHECK(parse_error({"--config", file.path()}).find(at + ".token: is for webhooks only") !=
+        std::string::npos);
+  file.write(
+      "upstreams:\n  resources:\n    - uri: db://orders\n      backend: {url: \"http://127.0.0.1:9/x\"}\n"
+      "      watch: {strategy: {type: poll, query: \"SELECT 1\"}}\n");
+  CHECK(parse_error({"--config", file.path()}).find(at + ".query: is for sql_polling only") !=
+        std::string::npos);
+  file.write(resource(", conninfo: x, query: y, ca_file: /nonexistent.pem"));
+  CHECK(parse_error({"--config", file.path()}).find("/nonexistent.pem") != std::string::npos);
 }

@@ -7,6 +7,12 @@
 
 #include <catch2/catch.hpp>
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
 #include <csignal>
 #include <fstream>
 #include <memory>
@@ -51,10 +57,34 @@ std::string next_event_id(raw_sse_session& s) {
   }
 }
 
+// An SSE session over TLS on stream docs, once its hello says it is subscribed.
 std::unique_ptr<raw_sse_session> open_session(std::uint16_t port, const tls_client_options& tls,
                                               const std::string& headers = {}) {
-  return std::make_unique<raw_sse_session>(std::make_unique<tls_client>(port, tls), "/v1/sse?stream=docs",
-                                           headers, 10s);
+  auto s = std::make_unique<raw_sse_session>(std::make_unique<tls_client>(port, tls), "/v1/sse?stream=docs",
+                                             headers, 10s);
+  core::sse_message m;
+  do {
+    REQUIRE(s->next(m, 10s) == raw_sse_session::result::message);
+  } while (m.event != "hello");
+  return s;
+}
+
+// Connects to the port, says nothing, and waits (at most 10 s) for the
+// node to close: true when it did.
+bool closed_when_silent(std::uint16_t port) {
+  int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(port);
+  ::inet_pton(AF_INET, "127.0.0.1", &addr.sin_addr);
+  bool closed = false;
+  if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0) {
+    pollfd p{fd, POLLIN, 0};
+    char byte = 0;
+    closed = ::poll(&p, 1, 10000) == 1 && ::recv(fd, &byte, 1, 0) <= 0;
+  }
+  ::close(fd);
+  return closed;
 }
 
 }  // namespace
@@ -64,10 +94,14 @@ TEST_CASE("the HTTPS port: its certificate verified, TLS 1.2 and later only, SSE
   temp_dir dir;
   test_ca ca(dir.path().string(), "node");
   const auto leaf = ca.issue("node", {"localhost", {"DNS:localhost", "IP:127.0.0.1"}});
-  tidingsd_process node(dir.path() / "data", tls_flags(leaf));
+  auto flags = tls_flags(leaf);
+  flags.insert(flags.end(), {"--header-timeout-ms", "1000"});
+  tidingsd_process node(dir.path() / "data", flags);
   const auto port = tls_port_of(node);
   const tls_client_options tls{ca.files().cert};
 
+  // A client that never starts its handshake is cut off at the header deadline.
+  CHECK(closed_when_silent(port));
   auto health = tls_request(port, tls, "GET", "/healthz");
   CHECK(health.status == 200);
   auto published = tls_request(port, tls, "POST", "/v1/streams/docs/events",
@@ -93,8 +127,23 @@ TEST_CASE("the HTTPS port: its certificate verified, TLS 1.2 and later only, SSE
   auto plain = client::raw_exchange({"127.0.0.1", port}, "GET /healthz HTTP/1.1\r\nHost: localhost\r\n\r\n");
   CHECK(plain.starts_with("HTTP/1.1 400"));
   CHECK(plain.find("this port serves HTTPS only") != std::string::npos);
+  // A client that vanishes (a TCP reset) while the node writes to it ends
+  // its session, not the node (the write fails; tidingsd also ignores
+  // SIGPIPE, which a write racing a peer's close could raise).
+  {
+    tls_client gone(port, tls);
+    gone.write_all("GET /v1/sse?stream=docs HTTP/1.1\r\nHost: localhost\r\n\r\n");
+    std::string got;
+    bool eof = false;
+    const auto deadline = std::chrono::steady_clock::now() + 10s;
+    while (got.find("event: hello") == std::string::npos && !eof) REQUIRE(gone.read_some(deadline, got, eof));
+    gone.reset();
+  }
+  for (int i = 0; i < 20; ++i) publish(node.endpoint(), "docs", event_json("/gone", "MODIFIED", i));
+  CHECK(next_event_id(*session) != "");  // the other session goes on
   // The plain port still serves.
   CHECK(client::request(node.endpoint(), "GET", "/healthz").status == 200);
+  CHECK(tls_request(port, tls, "GET", "/healthz").status == 200);
 }
 
 TEST_CASE("SIGHUP with a renewed certificate keeps open HTTPS sessions, and a broken one keeps the old",

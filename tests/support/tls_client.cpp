@@ -137,6 +137,14 @@ SSL_SESSION* tls_client::take_session() const {
   return SSL_get1_session(ssl_);
 }
 
+void tls_client::reset() {
+  if (fd_ < 0) return;
+  linger abort{1, 0};
+  ::setsockopt(fd_, SOL_SOCKET, SO_LINGER, &abort, sizeof abort);
+  ::close(fd_);
+  fd_ = -1;
+}
+
 tls_response tls_request(std::uint16_t port, const tls_client_options& options, const std::string& method,
                          const std::string& target, const std::string& body,
                          const std::string& extra_headers) {

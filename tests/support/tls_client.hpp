@@ -39,6 +39,9 @@ class tls_client {
   bool session_reused() const;
   // The session to resume on a later connection (owned by the caller: SSL_SESSION_free).
   SSL_SESSION* take_session() const;
+  // Ends the connection with a TCP reset (SO_LINGER 0), as a client that
+  // crashed or lost its network does: the server's next write fails.
+  void reset();
 
  private:
   int fd_ = -1;
