@@ -8,7 +8,7 @@ namespace {
 
 // Every strategy a connector has today (upstream::strategy()).
 const std::vector<std::string_view>& strategies() {
-  static const std::vector<std::string_view> all = {"subscribe", "webhook", "poll",
+  static const std::vector<std::string_view> all = {"subscribe", "webhook", "poll", "sql_polling",
                                                     "listen",    "inotify", "watch"};
   return all;
 }
