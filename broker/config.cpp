@@ -40,17 +40,27 @@ bool is_loopback(const std::string& host) {
   return host == "localhost" || host == "::1" || host.rfind("127.", 0) == 0;
 }
 
-std::optional<std::string> set_listen(config& c, const std::string& v) {
+// HOST:PORT (IPv6 in brackets) for a port this node listens on; port 0
+// picks a free one (the tests do).
+std::optional<std::string> parse_listen(const std::string& v, config::address* out) {
   auto colon = v.rfind(':');
   if (colon == std::string::npos) return "must be HOST:PORT";
   auto host = v.substr(0, colon);
   if (host.size() > 2 && host.front() == '[' && host.back() == ']') host = host.substr(1, host.size() - 2);
   auto port = parse_number<std::uint16_t>(v.substr(colon + 1), 0, 65535);
   if (host.empty() || !port) return "must be HOST:PORT with a port from 0 to 65535";
+  out->host = host == "localhost" ? "127.0.0.1" : host;
+  out->port = *port;
+  return std::nullopt;
+}
+
+std::optional<std::string> set_listen(config& c, const std::string& v) {
   // Checked again once the whole config is read: without tenants (no auth)
   // anything but loopback would serve every stream to anyone.
-  c.listen_host = host == "localhost" ? "127.0.0.1" : host;
-  c.listen_port = *port;
+  config::address a;
+  if (auto err = parse_listen(v, &a)) return err;
+  c.listen_host = a.host;
+  c.listen_port = a.port;
   return std::nullopt;
 }
 
@@ -67,8 +77,9 @@ std::optional<std::string> check_address(const std::string& v, bool any_port) {
 }
 
 std::optional<std::string> set_tls_listen(config& c, const std::string& v) {
-  if (auto err = check_address(v, true)) return err;
-  c.tls_listen = v.starts_with("localhost:") ? "127.0.0.1" + v.substr(9) : v;
+  config::address a;
+  if (auto err = parse_listen(v, &a)) return err;
+  c.tls_listen = a;
   return std::nullopt;
 }
 
@@ -508,11 +519,11 @@ std::size_t default_io_threads() {
 }
 
 bool listens_on_loopback_only(const config& c) {
-  if (!names_loopback(c.listen_host)) return false;
-  if (!c.tls_listen) return true;
-  auto host = c.tls_listen->substr(0, c.tls_listen->rfind(':'));
-  if (host.size() > 2 && host.front() == '[') host = host.substr(1, host.size() - 2);
-  return names_loopback(host);
+  return names_loopback(c.listen_host) && (!c.tls_listen || names_loopback(c.tls_listen->host));
+}
+
+std::string host_port(const std::string& host, std::uint16_t port) {
+  return (host.find(':') != std::string::npos ? "[" + host + "]" : host) + ":" + std::to_string(port);
 }
 
 std::vector<std::string> setting_names() {
@@ -531,9 +542,8 @@ std::string summary(const config& c) {
   const auto& u = c.upstreams;
   std::size_t upstreams =
       u.mcp.size() + u.kube.size() + u.postgres.size() + (u.files ? 1 : 0) + u.web.resources.size();
-  auto host = c.listen_host.find(':') != std::string::npos ? "[" + c.listen_host + "]" : c.listen_host;
-  return plural(c.tenants.size(), "tenant") + ", " + plural(upstreams, "upstream") + ", listen " + host +
-         ":" + std::to_string(c.listen_port) + ", data-dir " + c.data_dir + ", log-level " +
+  return plural(c.tenants.size(), "tenant") + ", " + plural(upstreams, "upstream") + ", listen " +
+         host_port(c.listen_host, c.listen_port) + ", data-dir " + c.data_dir + ", log-level " +
          logging::to_string(effective_log_levels(c));
 }
 
@@ -637,15 +647,11 @@ parse_outcome parse_config(const std::vector<std::string>& args) {
                 ": without tenants (no auth) only loopback is allowed; configure tenants: first",
             false};
   // Encryption is not authentication: the same rule for the HTTPS port.
-  if (c.tls_listen && c.tenants.empty()) {
-    auto host = c.tls_listen->substr(0, c.tls_listen->rfind(':'));
-    if (host.size() > 2 && host.front() == '[') host = host.substr(1, host.size() - 2);
-    if (!is_loopback(host))
-      return {std::nullopt,
-              "tls-listen: refusing to listen on " + *c.tls_listen +
-                  ": without tenants (no auth) only loopback is allowed; configure tenants: first",
-              false};
-  }
+  if (c.tls_listen && c.tenants.empty() && !is_loopback(c.tls_listen->host))
+    return {std::nullopt,
+            "tls-listen: refusing to listen on " + host_port(c.tls_listen->host, c.tls_listen->port) +
+                ": without tenants (no auth) only loopback is allowed; configure tenants: first",
+            false};
   if (auto err = make_tls_listener(c)) return {std::nullopt, *err, false};
   // Members prove the cluster secret, but the node-to-node port's messages are
   // neither encrypted nor authenticated one by one (docs/cluster.md): beyond

@@ -40,7 +40,11 @@ struct config {
   // host and port, the PEM files, and the keys loaded from them once every
   // setting is read (so a bad file stops the node, and --check-config says
   // so); SIGHUP and POST /admin/v1/reload read the files again.
-  std::optional<std::string> tls_listen;
+  struct address {
+    std::string host;  // as given, "localhost" as 127.0.0.1, IPv6 without brackets
+    std::uint16_t port = 0;
+  };
+  std::optional<address> tls_listen;
   std::string tls_cert;
   std::string tls_key;
   std::shared_ptr<net::tls_server_keys> tls_keys;
@@ -150,6 +154,9 @@ std::vector<std::string> setting_names();
 // loopback: Host headers are then checked against DNS rebinding
 // (site_guard.hpp). One port beyond loopback and names are the network's.
 bool listens_on_loopback_only(const config& c);
+
+// "host:port", an IPv6 host in brackets: how addresses are logged and shown.
+std::string host_port(const std::string& host, std::uint16_t port);
 
 // The levels the node logs at: log_levels, with a debug base under --verbose.
 logging::level_spec effective_log_levels(const config& c);

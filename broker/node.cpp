@@ -13,6 +13,7 @@
 #include <optional>
 #include <random>
 #include <thread>
+#include <tuple>
 
 #include <unistd.h>
 
@@ -53,6 +54,18 @@ sigset_t block_stop_signals() {
 
 nlohmann::json certificate_json(const net::tls_certificate_info& info) {
   return {{"subject", info.subject}, {"not_after", info.not_after}};
+}
+
+// Reads the HTTPS certificate and key again: what is in use now, and why a
+// new one was refused ("" when it was not; the one in use then stays).
+std::pair<nlohmann::json, std::string> reload_certificate(net::tls_server_keys& keys) {
+  if (auto err = keys.load()) {
+    logging::warn("node.reload_failed", {{"error", *err}, {"kept", "the certificate in use"}});
+    return {{{"error", *err}}, *err};
+  }
+  auto info = keys.info();
+  logging::info("http.tls_reloaded", {{"subject", info.subject}, {"not_after", info.not_after}});
+  return {certificate_json(info), ""};
 }
 
 // Browsers refuse an expired certificate outright: say so at start, and
@@ -286,15 +299,7 @@ int run_node(const config& cfg) {
       // The HTTPS certificate first: renewals (certbot's deploy hook) send
       // SIGHUP whether or not there is a config file.
       if (cfg.tls_keys) {
-        if (auto err = cfg.tls_keys->load()) {
-          tls_error = *err;
-          logging::warn("node.reload_failed", {{"error", tls_error}, {"kept", "the certificate in use"}});
-          tls_result = {{"error", tls_error}};
-        } else {
-          tls_result = certificate_json(cfg.tls_keys->info());
-          logging::info("http.tls_reloaded", {{"subject", tls_result["subject"].get<std::string>()},
-                                              {"not_after", tls_result["not_after"].get<std::string>()}});
-        }
+        std::tie(tls_result, tls_error) = reload_certificate(*cfg.tls_keys);
         if (cfg.config_path.empty()) {
           if (!tls_error.empty()) return {400, {{"error", tls_error}, {"tls", tls_result}}};
           return {200, {{"reloaded", true}, {"tls", tls_result}}};
@@ -371,21 +376,15 @@ int run_node(const config& cfg) {
       logging::error("node.listen_failed", {{"error", *err}});
       return give_up();
     }
-    auto address =
-        (cfg.listen_host.find(':') != std::string::npos ? "[" + cfg.listen_host + "]" : cfg.listen_host) +
-        ":" + std::to_string(server.port());
+    auto address = host_port(cfg.listen_host, server.port());
     std::string tls_address;
     if (cfg.tls_keys) {
-      const auto& spec = *cfg.tls_listen;
-      auto host = spec.substr(0, spec.rfind(':'));
-      if (host.size() > 2 && host.front() == '[') host = host.substr(1, host.size() - 2);
-      auto port = static_cast<std::uint16_t>(std::stoul(spec.substr(spec.rfind(':') + 1)));
-      if (auto err = server.listen_tls(host, port, cfg.tls_keys)) {
+      const auto& at = *cfg.tls_listen;
+      if (auto err = server.listen_tls(at.host, at.port, cfg.tls_keys)) {
         logging::error("node.listen_failed", {{"error", *err}});
         return give_up();
       }
-      tls_address = (host.find(':') != std::string::npos ? "[" + host + "]" : host) + ":" +
-                    std::to_string(server.tls_port());
+      tls_address = host_port(at.host, server.tls_port());
       warn_if_expiring(cfg.tls_keys->info());
     }
     // POST /admin/v1/drain raises the SIGTERM this thread waits for below

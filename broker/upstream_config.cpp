@@ -38,6 +38,16 @@ bool read_tls(yaml_reader& r, const Node& n, const std::string& path, net::tls_s
   return true;
 }
 
+// PostgreSQL's TLS settings (postgres: and sql_polling): libpq reads the
+// files when it connects; a context is made from them here only so that a
+// bad file stops the start, naming the setting.
+bool read_libpq_tls(yaml_reader& r, const Node& n, const std::string& path, net::tls_settings* out) {
+  if (!read_tls(r, n, path, out)) return false;
+  if (std::string error; out->any() && !net::make_tls_client_context(*out, &error))
+    return r.fail(path, error);
+  return true;
+}
+
 bool has_tls_keys(const Node& n) {
   return n["ca_file"] || n["client_cert"] || n["client_key"] || n["insecure_skip_verify"];
 }
@@ -207,10 +217,7 @@ bool parse_postgres(yaml_reader& r, const Node& section, upstreams_config* out) 
     c.name = name;
     if (!s["conninfo"]) return r.fail(path, "needs conninfo (a libpq connection string)");
     if (!r.text(s["conninfo"], path + ".conninfo", &c.conninfo)) return false;
-    // libpq reads the files when it connects; checked here so a bad one stops the start.
-    if (!read_tls(r, s, path, &c.tls)) return false;
-    if (std::string error; c.tls.any() && !net::make_tls_client_context(c.tls, &error))
-      return r.fail(path, error);
+    if (!read_libpq_tls(r, s, path, &c.tls)) return false;
     if (s["path_field"] && !r.text(s["path_field"], path + ".path_field", &c.path_field)) return false;
     if (s["connect_timeout_ms"] &&
         !r.millis(s["connect_timeout_ms"], path + ".connect_timeout_ms", &c.connect_timeout))
@@ -328,10 +335,7 @@ bool parse_sql_polling(yaml_reader& r, const Node& s, const std::string& spath,
   if (!r.text(s["query"], spath + ".query", &sql.query)) return false;
   if (s["interval_ms"] && !r.millis(s["interval_ms"], spath + ".interval_ms", &out->interval)) return false;
   if (s["timeout_ms"] && !r.millis(s["timeout_ms"], spath + ".timeout_ms", &sql.timeout)) return false;
-  // libpq reads the files when it connects; checked here so a bad one stops the start.
-  if (!read_tls(r, s, spath, &sql.tls)) return false;
-  if (std::string error; sql.tls.any() && !net::make_tls_client_context(sql.tls, &error))
-    return r.fail(spath, error);
+  if (!read_libpq_tls(r, s, spath, &sql.tls)) return false;
   return true;
 }
 

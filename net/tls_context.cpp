@@ -1,5 +1,6 @@
 #include "net/tls_context.hpp"
 
+#include "net/tls_files.hpp"
 #include "net/tls_pem.hpp"
 
 #include <fstream>
@@ -16,10 +17,6 @@ namespace tidings::net {
 namespace ssl = boost::asio::ssl;
 
 namespace {
-
-bool readable(const std::string& path) {
-  return std::ifstream(path).good();
-}
 
 std::string slurp(const std::string& path) {
   std::ifstream in(path);
@@ -70,7 +67,7 @@ std::shared_ptr<tls_context> make_tls_client_context(const tls_settings& setting
       if (ec) return fail("the system's CA store: " + ec.message());
     } else {
       const auto& file = settings.ca_file;
-      if (!readable(file)) return fail(names.ca_file + " " + file + ": cannot be read");
+      if (!readable_file(file)) return fail(names.ca_file + " " + file + ": cannot be read");
       ctx->load_verify_file(file, ec);
       if (ec) return fail(names.ca_file + " " + file + ": no PEM certificate in it (" + ec.message() + ")");
     }
@@ -91,24 +88,34 @@ std::shared_ptr<tls_context> make_tls_client_context(const tls_settings& setting
   } else if (!settings.client_cert.empty()) {
     const auto& cert = settings.client_cert;
     const auto& key = settings.client_key;
-    if (!readable(cert)) return fail(names.client_cert + " " + cert + ": cannot be read");
-    if (!readable(key)) return fail(names.client_key + " " + key + ": cannot be read");
+    if (!readable_file(cert)) return fail(names.client_cert + " " + cert + ": cannot be read");
+    if (!readable_file(key)) return fail(names.client_key + " " + key + ": cannot be read");
     ctx->use_certificate_chain_file(cert, ec);
     if (ec) return fail(names.client_cert + " " + cert + ": no PEM certificate in it (" + ec.message() + ")");
-    // Without a callback OpenSSL would ask for a passphrase on the terminal.
-    auto asked = std::make_shared<bool>(false);
-    ctx->set_password_callback([asked](std::size_t, ssl::context::password_purpose) {
-      *asked = true;
-      return std::string();
-    });
-    ctx->use_private_key_file(key, ssl::context::pem, ec);
-    if (*asked)
+    auto loaded = use_unencrypted_key_file(*ctx, key);
+    if (loaded.encrypted)
       return fail(names.client_key + " " + key + ": an encrypted key (give it without a passphrase)");
-    if (ec)
+    if (loaded.error)
       return fail(names.client_key + " " + key + ": not the PEM key of " + names.client_cert + " (" +
-                  ec.message() + ")");
+                  loaded.error.message() + ")");
   }
   return ctx;
+}
+
+bool readable_file(const std::string& path) {
+  return std::ifstream(path).good();
+}
+
+key_file_load use_unencrypted_key_file(tls_context& ctx, const std::string& path) {
+  auto asked = std::make_shared<bool>(false);
+  ctx.set_password_callback([asked](std::size_t, ssl::context::password_purpose) {
+    *asked = true;
+    return std::string();
+  });
+  key_file_load out;
+  ctx.use_private_key_file(path, ssl::context::pem, out.error);
+  out.encrypted = *asked;
+  return out;
 }
 
 std::shared_ptr<tls_context> default_tls_client_context() {

@@ -1,7 +1,8 @@
 #include "net/tls_server.hpp"
 
+#include "net/tls_files.hpp"
+
 #include <ctime>
-#include <fstream>
 #include <utility>
 
 #include <openssl/ssl.h>
@@ -24,10 +25,6 @@ constexpr const char* tls12_ciphers =
 
 // Which connections may resume a session cached here (any of this node's).
 constexpr unsigned char session_id_context[] = "tidings";
-
-bool readable(const std::string& path) {
-  return std::ifstream(path).good();
-}
 
 tls_certificate_info describe(X509* cert) {
   tls_certificate_info out;
@@ -61,8 +58,8 @@ std::shared_ptr<tls_context> make_tls_server_context(const std::string& cert_fil
     return nullptr;
   };
   if (cert_file.empty() || key_file.empty()) return fail("tls-cert and tls-key go together (give both)");
-  if (!readable(cert_file)) return fail("tls-cert " + cert_file + ": cannot be read");
-  if (!readable(key_file)) return fail("tls-key " + key_file + ": cannot be read");
+  if (!readable_file(cert_file)) return fail("tls-cert " + cert_file + ": cannot be read");
+  if (!readable_file(key_file)) return fail("tls-key " + key_file + ": cannot be read");
   auto ctx = std::make_shared<tls_context>(ssl::context::tls_server);
   ctx->set_options(ssl::context::default_workarounds | ssl::context::no_sslv2 | ssl::context::no_sslv3 |
                    ssl::context::no_tlsv1 | ssl::context::no_tlsv1_1 | ssl::context::no_compression);
@@ -77,15 +74,11 @@ std::shared_ptr<tls_context> make_tls_server_context(const std::string& cert_fil
   boost::system::error_code ec;
   // The key before the certificate: OpenSSL then drops a key that does not
   // match, and the check below says so in its own words.
-  // Without a callback OpenSSL would ask for a passphrase on the terminal.
-  auto asked = std::make_shared<bool>(false);
-  ctx->set_password_callback([asked](std::size_t, ssl::context::password_purpose) {
-    *asked = true;
-    return std::string();
-  });
-  ctx->use_private_key_file(key_file, ssl::context::pem, ec);
-  if (*asked) return fail("tls-key " + key_file + ": an encrypted key (give it without a passphrase)");
-  if (ec) return fail("tls-key " + key_file + ": no PEM private key in it (" + ec.message() + ")");
+  auto loaded = use_unencrypted_key_file(*ctx, key_file);
+  if (loaded.encrypted)
+    return fail("tls-key " + key_file + ": an encrypted key (give it without a passphrase)");
+  if (loaded.error)
+    return fail("tls-key " + key_file + ": no PEM private key in it (" + loaded.error.message() + ")");
   ctx->use_certificate_chain_file(cert_file, ec);
   if (ec) return fail("tls-cert " + cert_file + ": no PEM certificate in it (" + ec.message() + ")");
   if (SSL_CTX_check_private_key(native) != 1)

@@ -101,33 +101,32 @@ tls_socket::outcome tls_socket::finished(int result) {
   }
 }
 
-tls_socket::outcome tls_socket::try_handshake() {
-  if (!ssl_) return {want::nothing, net::error::no_memory, 0};
+// One OpenSSL call (returning 1 on success, setting `bytes`), with the
+// thread's error queue and errno cleared first so that finished() reads
+// this call's verdict alone.
+template <class Call>
+tls_socket::outcome tls_socket::attempt(Call call) {
   ERR_clear_error();
   errno = 0;
-  const int r = SSL_do_handshake(ssl_);
-  if (r == 1) return {};
+  std::size_t bytes = 0;
+  const int r = call(&bytes);
+  if (r == 1) return {want::nothing, {}, bytes};
   return finished(r);
+}
+
+tls_socket::outcome tls_socket::try_handshake() {
+  if (!ssl_) return {want::nothing, net::error::no_memory, 0};
+  return attempt([this](std::size_t*) { return SSL_do_handshake(ssl_); });
 }
 
 tls_socket::outcome tls_socket::try_read(net::mutable_buffer buffer) {
   if (buffer.size() == 0) return {};
-  ERR_clear_error();
-  errno = 0;
-  std::size_t got = 0;
-  const int r = SSL_read_ex(ssl_, buffer.data(), buffer.size(), &got);
-  if (r == 1) return {want::nothing, {}, got};
-  return finished(r);
+  return attempt([&](std::size_t* got) { return SSL_read_ex(ssl_, buffer.data(), buffer.size(), got); });
 }
 
 tls_socket::outcome tls_socket::try_write(const std::string& data) {
   if (data.empty()) return {};
-  ERR_clear_error();
-  errno = 0;
-  std::size_t sent = 0;
-  const int r = SSL_write_ex(ssl_, data.data(), data.size(), &sent);
-  if (r == 1) return {want::nothing, {}, sent};
-  return finished(r);
+  return attempt([&](std::size_t* sent) { return SSL_write_ex(ssl_, data.data(), data.size(), sent); });
 }
 
 }  // namespace tidings::relay

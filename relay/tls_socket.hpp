@@ -79,6 +79,8 @@ class tls_socket {
   outcome try_handshake();
   outcome try_read(boost::asio::mutable_buffer buffer);
   outcome try_write(const std::string& data);
+  template <class Call>
+  outcome attempt(Call call);
   outcome finished(int result);  // SSL_get_error's verdict as an outcome
   error_code wait_failed(const error_code& ec) const;
   bool timed_out() const { return deadline_ && deadline_->timed_out; }

@@ -593,7 +593,9 @@ TEST_CASE("an HTTPS listener: tls-listen, tls-cert and tls-key together, the key
   const auto leaf = ca.issue("node", {"localhost", {"DNS:localhost"}});
   const auto other = ca.issue("other", {"other", {"DNS:other"}});
   auto c = parsed({"--tls-listen", "localhost:8443", "--tls-cert", leaf.cert, "--tls-key", leaf.key});
-  CHECK(c.tls_listen == "127.0.0.1:8443");
+  REQUIRE(c.tls_listen);
+  CHECK(c.tls_listen->host == "127.0.0.1");
+  CHECK(c.tls_listen->port == 8443);
   REQUIRE(c.tls_keys != nullptr);
   CHECK(c.tls_keys->current() != nullptr);
   CHECK(c.tls_keys->info().subject == "CN=localhost");
@@ -619,9 +621,9 @@ TEST_CASE("an HTTPS listener: tls-listen, tls-cert and tls-key together, the key
   // Host headers are checked against DNS rebinding only while every port is loopback.
   CHECK(listens_on_loopback_only(c));
   config wide = c;
-  wide.tls_listen = "0.0.0.0:8443";
+  wide.tls_listen = config::address{"0.0.0.0", 8443};
   CHECK_FALSE(listens_on_loopback_only(wide));
-  wide.tls_listen = "[::1]:8443";
+  wide.tls_listen = config::address{"::1", 8443};
   CHECK(listens_on_loopback_only(wide));
   // Encryption is not authentication: beyond loopback only with tenants.
   CHECK(parse_error({"--tls-listen", "0.0.0.0:8443", "--tls-cert", leaf.cert, "--tls-key", leaf.key})

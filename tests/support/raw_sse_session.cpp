@@ -22,12 +22,6 @@ std::string lowercase(std::string s) {
   return s;
 }
 
-int millis_left(std::chrono::steady_clock::time_point deadline) {
-  auto left =
-      std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
-  return left.count() < 0 ? 0 : static_cast<int>(left.count());
-}
-
 }  // namespace
 
 raw_sse_session::raw_sse_session(const client::endpoint& ep, const std::string& target,
@@ -110,7 +104,7 @@ bool raw_sse_session::read_some(std::chrono::steady_clock::time_point deadline, 
   if (tls_) return tls_->read_some(deadline, into, eof_);
   for (;;) {
     pollfd p{fd_, POLLIN, 0};
-    int r = ::poll(&p, 1, millis_left(deadline));
+    int r = ::poll(&p, 1, poll_timeout_ms(deadline));
     if (r < 0 && errno == EINTR) continue;
     if (r == 0) return false;
     char buf[16384];

@@ -26,13 +26,13 @@ std::string openssl_error() {
   return buf;
 }
 
-int millis_left(std::chrono::steady_clock::time_point deadline) {
+}  // namespace
+
+int poll_timeout_ms(std::chrono::steady_clock::time_point deadline) {
   auto left =
       std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
   return left.count() < 0 ? 0 : static_cast<int>(left.count());
 }
-
-}  // namespace
 
 tls_client::tls_client(std::uint16_t port, const tls_client_options& options,
                        std::chrono::milliseconds timeout) {
@@ -101,7 +101,7 @@ bool tls_client::read_some(std::chrono::steady_clock::time_point deadline, std::
   if (SSL_pending(ssl_) == 0) {
     for (;;) {
       pollfd p{fd_, POLLIN, 0};
-      int r = ::poll(&p, 1, millis_left(deadline));
+      int r = ::poll(&p, 1, poll_timeout_ms(deadline));
       if (r < 0 && errno == EINTR) continue;
       if (r == 0) return false;
       break;

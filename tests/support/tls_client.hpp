@@ -14,6 +14,9 @@
 
 namespace tidings::testing {
 
+// poll(2)'s timeout until `deadline`: milliseconds left, 0 once it passed.
+int poll_timeout_ms(std::chrono::steady_clock::time_point deadline);
+
 struct tls_client_options {
   std::string ca_file;                    // the CA the server's certificate must chain to
   std::string server_name = "localhost";  // SNI and the name verified
