@@ -3,6 +3,7 @@
 #include "broker/tenant_config.hpp"
 
 #include <caf/io/all.hpp>
+#include <caf/openssl/all.hpp>
 #include <charconv>
 #include <nlohmann/json.hpp>
 
@@ -18,10 +19,22 @@
 
 namespace tidings::broker {
 
-void configure_cluster(caf::actor_system_config& cfg) {
+std::unique_ptr<cluster::frozen_tls_files> configure_cluster(caf::actor_system_config& cfg, const config& c,
+                                                             std::string* error) {
   cfg.load<caf::io::middleman>();
   cfg.set("middleman.heartbeat-interval", caf::timespan{std::chrono::milliseconds(200)});
   cfg.set("middleman.connection-timeout", caf::timespan{std::chrono::seconds(1)});
+  if (!c.cluster_tls) return nullptr;
+  auto files = cluster::frozen_tls_files::freeze(*c.cluster_tls, error);
+  if (!files) return nullptr;
+  // Setting any of these turns on CAF's certificate checks on both ends
+  // (SSL_VERIFY_PEER | SSL_VERIFY_FAIL_IF_NO_PEER_CERT); without them it
+  // would use anonymous ciphers.
+  cfg.openssl_cafile = files->ca_path();
+  cfg.openssl_certificate = files->cert_path();
+  cfg.openssl_key = files->key_path();
+  cfg.load<caf::openssl::manager>();
+  return files;
 }
 
 cluster_member::cluster_member(caf::actor_system& system, std::unique_ptr<cluster::cluster_view> view)
@@ -47,8 +60,13 @@ std::unique_ptr<cluster_member> cluster_member::start(
   view->set_replication_settings(
       {cfg.replication_factor, cfg.write_quorum, min_insync(cfg), cfg.replica_lag});
   cluster::node_config ncfg;
-  ncfg.self = {who.node_id, cfg.cluster_advertise.empty() ? *cfg.cluster_listen : cfg.cluster_advertise,
-               who.http_address, who.incarnation, false};
+  ncfg.self = {who.node_id,
+               cfg.cluster_advertise.empty() ? *cfg.cluster_listen : cfg.cluster_advertise,
+               who.http_address,
+               who.incarnation,
+               false,
+               cfg.cluster_tls ? cfg.cluster_tls->der() : ""};
+  ncfg.tls = cfg.cluster_tls;
   // A watch silent for three lease terms is replaced: a member of etcd cut
   // off from the others would otherwise leave it waiting forever.
   auto lease = std::chrono::seconds(cfg.member_lease_seconds);
@@ -61,7 +79,11 @@ std::unique_ptr<cluster_member> cluster_member::start(
   auto secret = std::make_shared<const cluster::cluster_secret>(cfg.cluster_secret);
   ncfg.secret = secret;
   // As configured at start: a reload's tenants are not compared (docs/cluster.md).
-  ncfg.security = secret->fingerprint(security_description(cfg.tenants));
+  // Members trust one cluster CA, or none: a node with another is refused
+  // as one with other tenants is.
+  auto security = security_description(cfg.tenants);
+  if (cfg.cluster_tls) security += "\ncluster-ca " + cfg.cluster_tls->ca_fingerprint();
+  ncfg.security = secret->fingerprint(security);
   ncfg.prefix = cfg.etcd_prefix;
   ncfg.lease_seconds = cfg.member_lease_seconds;
   ncfg.hubs = &hubs;
@@ -94,6 +116,7 @@ std::unique_ptr<cluster_member> cluster_member::start(
   gate_cfg.node = member->node_;
   gate_cfg.member_id = who.node_id;
   gate_cfg.secret = secret;
+  gate_cfg.tls = cfg.cluster_tls;
   auto gate = system.spawn(cluster::peer_gate, std::move(gate_cfg));
   // Each ends with the other: a node nobody can join is no member.
   caf::actor_cast<caf::actor>(gate)->attach_functor(
@@ -105,7 +128,10 @@ std::unique_ptr<cluster_member> cluster_member::start(
     caf::anon_send_exit(gate, caf::exit_reason::user_shutdown);
     caf::anon_send_exit(records, caf::exit_reason::user_shutdown);
   });
-  auto port = system.middleman().publish(gate, listen->second, listen->first.c_str(), true);
+  // With cluster TLS nothing is published on plain CAF: no port a process
+  // without a certificate of the cluster CA could talk to.
+  auto port = cfg.cluster_tls ? caf::openssl::publish(gate, listen->second, listen->first.c_str(), true)
+                              : system.middleman().publish(gate, listen->second, listen->first.c_str(), true);
   if (!port) {
     *error = "cluster-listen " + *cfg.cluster_listen + ": " + system.render(port.error());
     hubs.set_router(nullptr);

@@ -21,7 +21,11 @@ namespace tidings::broker {
 // The CAF settings a cluster member needs before its actor system exists:
 // the middleman, and heartbeats so that a hung peer is noticed (the same on
 // every node, or a node with them drops a healthy idle peer; STACK.md).
-void configure_cluster(caf::actor_system_config& cfg);
+// With cluster TLS also CAF's OpenSSL module, which reads the copies of the
+// files returned here: keep them until the actor system is gone. Empty
+// *error when all is set.
+std::unique_ptr<cluster::frozen_tls_files> configure_cluster(caf::actor_system_config& cfg, const config& c,
+                                                             std::string* error);
 
 class cluster_member {
  public:

@@ -107,6 +107,21 @@ std::optional<std::string> make_tls_listener(config& c) {
   return std::nullopt;
 }
 
+// Cluster TLS's three files go together; they are loaded here, once.
+std::optional<std::string> make_cluster_tls(config& c) {
+  const int given = !c.cluster_ca.empty() + !c.cluster_cert.empty() + !c.cluster_key.empty();
+  if (given == 0) return std::nullopt;
+  if (!c.cluster_listen)
+    return "cluster-tls: cluster-ca, cluster-cert and cluster-key need cluster-listen too";
+  if (given < 3)
+    return "cluster-tls: mutual TLS between nodes needs all of cluster-ca, cluster-cert and cluster-key "
+           "(PEM)";
+  std::string why;
+  c.cluster_tls = cluster::node_certificate::load(c.cluster_ca, c.cluster_cert, c.cluster_key, &why);
+  if (!c.cluster_tls) return "cluster-tls: " + why;
+  return std::nullopt;
+}
+
 std::optional<std::string> set_cluster_listen(config& c, const std::string& v) {
   if (auto err = check_address(v, true)) return err;
   c.cluster_listen = v;
@@ -263,6 +278,9 @@ const std::map<std::string, setter>& setters() {
       {"tls-listen", set_tls_listen},
       {"tls-cert", tls_file(&config::tls_cert)},
       {"tls-key", tls_file(&config::tls_key)},
+      {"cluster-ca", tls_file(&config::cluster_ca)},
+      {"cluster-cert", tls_file(&config::cluster_cert)},
+      {"cluster-key", tls_file(&config::cluster_key)},
       {"cluster-listen", set_cluster_listen},
       {"cluster-advertise",
        [](config& c, const std::string& v) -> std::optional<std::string> {
@@ -427,6 +445,26 @@ std::optional<std::string> apply(config& c, const std::string& key, const std::s
   return std::nullopt;
 }
 
+// A config file's mapping of flat settings: `tls: {cert: F}` is tls-cert.
+struct setting_mapping {
+  std::string prefix;
+  std::set<std::string> names;
+  std::string shape;  // for messages
+};
+
+const std::map<std::string, setting_mapping>& setting_mappings() {
+  static const std::map<std::string, setting_mapping> table = {
+      {"tls", {"tls-", {"listen", "cert", "key"}, "tls: {listen: HOST:PORT, cert: FILE, key: FILE}"}},
+      {"cluster-tls", {"cluster-", {"ca", "cert", "key"}, "cluster-tls: {ca: FILE, cert: FILE, key: FILE}"}},
+  };
+  return table;
+}
+
+const setting_mapping* mapping_of(const std::string& key) {
+  auto it = setting_mappings().find(key);
+  return it == setting_mappings().end() ? nullptr : &it->second;
+}
+
 std::optional<std::string> apply_file(config& c, const std::string& path) {
   const std::string where = "config file " + path;
   YAML::Node root;
@@ -460,23 +498,23 @@ std::optional<std::string> apply_file(config& c, const std::string& path) {
         if (auto err = parse_tenants(kv.second, &c.tenants)) return where + ": " + *err;
         continue;
       }
-      // tls: {listen, cert, key}: the tls-listen, tls-cert and tls-key settings.
-      if (key == "tls" && kv.second.IsMap()) {
+      // tls: {listen, cert, key} and cluster-tls: {ca, cert, key}: mappings
+      // of flat settings (tls-listen, ..., cluster-ca, ...).
+      if (const auto* group = mapping_of(key)) {
+        if (!kv.second.IsMap()) return at_key("must be a mapping: " + group->shape);
         std::set<std::string> given;
         for (const auto& item : kv.second) {
           auto name = item.first.as<std::string>();
-          if (name != "listen" && name != "cert" && name != "key")
-            return at_key(name + ": unknown setting (tls: takes listen, cert and key)");
+          if (!group->names.contains(name)) return at_key(name + ": unknown setting (" + group->shape + ")");
           if (!given.insert(name).second) return at_key(name + ": is given twice");
           if (!item.second.IsScalar()) return at_key(name + ": must be a single value");
           std::string value;
           if (auto err = interpolate_env(item.second.as<std::string>(), &value))
             return at_key(name + ": " + *err);
-          if (auto err = setters().at("tls-" + name)(c, value)) return at_key(name + ": " + *err);
+          if (auto err = setters().at(group->prefix + name)(c, value)) return at_key(name + ": " + *err);
         }
         continue;
       }
-      if (key == "tls") return at_key("must be a mapping: tls: {listen: HOST:PORT, cert: FILE, key: FILE}");
       if (!setters().contains(key)) return at_key(unknown_setting(key));
       if (!kv.second.IsScalar()) return at_key("must be a single value");
       std::string value;
@@ -486,10 +524,12 @@ std::optional<std::string> apply_file(config& c, const std::string& path) {
   } catch (const YAML::Exception& e) {
     return where + ": " + e.what();
   }
-  if (root["tls"])
-    for (const char* flat : {"tls-listen", "tls-cert", "tls-key"})
-      if (root[flat])
-        return where + ": " + flat + ": is given in tls: too; keep one (tls: {listen, cert, key})";
+  for (const auto& [key, group] : setting_mappings())
+    if (root[key])
+      for (const auto& name : group.names)
+        if (root[group.prefix + name])
+          return where + ": " + group.prefix + name + ": is given in " + key + ": too; keep one (" +
+                 group.shape + ")";
   return std::nullopt;
 }
 
@@ -572,6 +612,7 @@ std::string usage() {
          "                [--cluster-advertise HOST:PORT] [--advertise HOST:PORT]\n"
          "                [--cluster-secret-file FILE]\n"
          "                [--cluster-private-network true|false]\n"
+         "                [--cluster-ca FILE --cluster-cert FILE --cluster-key FILE]\n"
          "                [--replication-factor N] [--write-quorum all|N] [--min-insync N]\n"
          "                [--replica-lag-ms MS]\n"
          "--check-config FILE validates FILE (with any other flags) and exits: 0 when\n"
@@ -653,6 +694,7 @@ parse_outcome parse_config(const std::vector<std::string>& args) {
                 ": without tenants (no auth) only loopback is allowed; configure tenants: first",
             false};
   if (auto err = make_tls_listener(c)) return {std::nullopt, *err, false};
+  if (auto err = make_cluster_tls(c)) return {std::nullopt, *err, false};
   // Members prove the cluster secret, but the node-to-node port's messages are
   // neither encrypted nor authenticated one by one (docs/cluster.md): beyond
   // loopback it needs a network only the nodes reach, said out loud.
@@ -662,12 +704,13 @@ parse_outcome parse_config(const std::vector<std::string>& args) {
               "cluster-listen: refusing to listen on " + *c.cluster_listen +
                   ": without tenants (no auth) only loopback is allowed; configure tenants: first",
               false};
-    if (!c.cluster_private_network)
+    if (!c.cluster_private_network && !c.cluster_tls)
       return {std::nullopt,
               "cluster-private-network: cluster-listen " + *c.cluster_listen +
                   " is not loopback and the cluster port's traffic is neither encrypted nor authenticated "
                   "per message; set cluster-private-network: "
-                  "true once only the nodes can reach it (docs/cluster.md)",
+                  "true once only the nodes can reach it, or give the nodes certificates of a cluster CA "
+                  "(cluster-tls: {ca, cert, key}; docs/cluster.md)",
               false};
   }
   if (c.write_quorum && *c.write_quorum + 1 > c.replication_factor)

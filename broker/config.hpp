@@ -19,6 +19,7 @@
 #include "actors/watch_types.hpp"
 #include "broker/tenant_config.hpp"
 #include "broker/upstream_config.hpp"
+#include "cluster/node_certificate.hpp"
 #include "core/retention.hpp"
 #include "logging/log.hpp"
 #include "net/tls_context.hpp"
@@ -120,6 +121,13 @@ struct config {
   std::string advertise;  // HTTP host:port clients are sent to; empty: listen
   // The operator vouches that only the nodes reach a non-loopback cluster port.
   bool cluster_private_network = false;
+  // Cluster TLS (ADR 0032): cluster-ca, cluster-cert and cluster-key (config
+  // cluster-tls: {ca, cert, key}), read and checked once at start; with them
+  // the cluster port speaks mutual TLS only.
+  std::string cluster_ca;
+  std::string cluster_cert;
+  std::string cluster_key;
+  std::shared_ptr<const cluster::node_certificate> cluster_tls;
   // The secret every member holds (ADR 0024), from cluster-secret-file or
   // the config file's cluster-secret (at least 32 bytes, trailing blanks
   // and newlines dropped): it seals the member records in etcd and members

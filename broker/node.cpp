@@ -78,6 +78,16 @@ void warn_if_expiring(const net::tls_certificate_info& info) {
                 {{"subject", info.subject}, {"not_after", info.not_after}, {"expired", left <= seconds(0)}});
 }
 
+// A member whose certificate expires can neither dial nor be dialled, and
+// renewing it takes a restart (ADR 0032): two weeks' notice.
+void warn_if_expiring(const cluster::node_certificate& cert) {
+  using namespace std::chrono;
+  auto left = duration_cast<hours>(cert.not_after() - system_clock::now());
+  if (left > hours(24 * 14)) return;
+  logging::warn("node.cluster_certificate_expiring",
+                {{"subject", cert.subject()}, {"hours_left", static_cast<std::int64_t>(left.count())}});
+}
+
 class drain_waiter {
  public:
   void notify() {
@@ -218,7 +228,16 @@ int run_node(const config& cfg) {
   // work stealing spins and naps (50 us sleeps) after every message, which
   // cost more CPU than the hubs' actual work.
   caf_cfg.set("scheduler.policy", caf::atom("sharing"));
-  if (cfg.cluster_listen) configure_cluster(caf_cfg);
+  std::unique_ptr<cluster::frozen_tls_files> cluster_tls_files;
+  if (cfg.cluster_listen) {
+    std::string error;
+    cluster_tls_files = configure_cluster(caf_cfg, cfg, &error);
+    if (!error.empty()) {
+      logging::error("node.cluster_tls_failed", {{"error", error}});
+      return 1;
+    }
+    if (cfg.cluster_tls) warn_if_expiring(*cfg.cluster_tls);
+  }
   caf::actor_system system{caf_cfg};
   {
     actors::hub_defaults defaults;

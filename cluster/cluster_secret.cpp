@@ -28,10 +28,15 @@ constexpr std::string_view record_label = "tidings/member-record/v1";
 
 }  // namespace
 
+std::string framed(std::string_view label, std::initializer_list<std::string_view> parts) {
+  std::string out;
+  append_part(out, label);
+  for (auto p : parts) append_part(out, p);
+  return out;
+}
+
 std::string cluster_secret::mac(std::string_view label, std::initializer_list<std::string_view> parts) const {
-  std::string input;
-  append_part(input, label);
-  for (auto p : parts) append_part(input, p);
+  auto input = framed(label, parts);
   unsigned char out[EVP_MAX_MD_SIZE];
   unsigned int len = 0;
   if (!HMAC(EVP_sha256(), key_.data(), static_cast<int>(key_.size()),

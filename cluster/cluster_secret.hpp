@@ -52,6 +52,10 @@ class cluster_secret {
 inline constexpr std::size_t nonce_bytes = 32;
 std::string make_nonce();
 
+// `label` and then each part, each with its length first: ("ab","c") and
+// ("a","bc") differ. What a proof or a signature is made over.
+std::string framed(std::string_view label, std::initializer_list<std::string_view> parts);
+
 // Lower-case hex of the first `bytes` bytes, for log lines.
 std::string short_hex(std::string_view bytes, std::size_t n = 6);
 

@@ -25,6 +25,7 @@ struct member {
   std::string http_address;     // host:port clients are sent to
   std::int64_t incarnation = 0;
   bool draining = false;
+  std::string certificate;  // with cluster TLS (ADR 0032): DER, as its record carries it
   auto operator<=>(const member&) const = default;
 };
 

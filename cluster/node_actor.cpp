@@ -1,6 +1,8 @@
 #include "cluster/node_actor.hpp"
 
+#include <algorithm>
 #include <caf/io/all.hpp>
+#include <caf/openssl/manager.hpp>
 #include <nlohmann/json.hpp>
 
 #include "cluster/atoms.hpp"
@@ -61,10 +63,19 @@ void answer_if_settled(self_ptr self) {
   st.settle_waiters.clear();
 }
 
-// The members are listed and every one of them was dialled at least once.
+// How long a member waits for a member with a lower id to dial it.
+caf::timespan dial_grace(const node_state& st) {
+  return 2 * st.cfg.dial_interval;
+}
+
+// The members are listed and every one of them was dialled at least once,
+// or had the time to dial this node.
 bool settled(self_ptr self) {
   auto& st = self->state;
-  return st.listed && st.dialing.empty();
+  auto now = self->clock().now();
+  return st.listed && st.dialing.empty() &&
+         std::all_of(st.awaited.begin(), st.awaited.end(),
+                     [&](const auto& a) { return now - a.second >= dial_grace(st); });
 }
 
 namespace {
@@ -80,7 +91,8 @@ void add_peer(self_ptr self, const member& m, const caf::actor& handle, bool pee
   auto& st = self->state;
   auto listed = st.table.find(m.id);
   if (m.id.empty() || m.id == st.table.self().id || !handle || !listed ||
-      st.table.state(m.id) != member_state::up || listed->incarnation != m.incarnation)
+      st.table.state(m.id) != member_state::up || listed->incarnation != m.incarnation ||
+      listed->certificate != m.certificate)
     return;
   auto it = st.handles.find(m.id);
   if (it != st.handles.end() && it->second == handle) {
@@ -127,9 +139,9 @@ void join(self_ptr self, const caf::actor& gate, const member& expected) {
           [self, gate, expected, nonce](const std::string& hello) {
             auto& st = self->state;
             std::string why;
-            auto join_bytes = answer_hello(
-                {*st.cfg.secret, to_proto(st.table.self()).SerializeAsString(), to_string(self->node())},
-                nonce, hello, expected.id, to_string(gate->node()), &why);
+            auto join_bytes = answer_hello({*st.cfg.secret, to_proto(st.table.self()).SerializeAsString(),
+                                            to_string(self->node()), st.cfg.tls.get()},
+                                           nonce, hello, expected, to_string(gate->node()), &why);
             if (join_bytes.empty()) {
               logging::warn("cluster.peer_refused",
                             {{"address", expected.cluster_address}, {"node", expected.id}, {"reason", why}});
@@ -166,8 +178,10 @@ void dial(self_ptr self, const member& m) {
   auto hp = split_address(address);
   if (!hp) return;
   st.dialing.insert(address);
-  self->request(self->system().middleman().actor_handle(), st.cfg.connect_timeout, caf::connect_atom::value,
-                hp->first, hp->second)
+  // With cluster TLS only the OpenSSL module's connections reach a member.
+  auto connector = st.cfg.tls ? self->system().openssl_manager().actor_handle()
+                              : self->system().middleman().actor_handle();
+  self->request(connector, st.cfg.connect_timeout, caf::connect_atom::value, hp->first, hp->second)
       .then(
           [self, m](const caf::node_id&, caf::strong_actor_ptr& ptr, const std::set<std::string>&) {
             if (!ptr) {
@@ -185,10 +199,28 @@ void dial(self_ptr self, const member& m) {
 }
 
 // Listed members without a connection (or with one to an earlier life).
+// Of two members, the one with the lower id dials. Two that dial each
+// other at once get a connection each way, and CAF routes each side over
+// the one it dialled: each side's heartbeats then reach only the
+// connection the other does not watch, and both are cut at the connection
+// timeout (seen at start with cluster TLS, whose handshakes widen the
+// window). The other dials too when none came for a while: a member may
+// reach only one way.
 void dial_unconnected(self_ptr self) {
   auto& st = self->state;
-  for (const auto& m : st.table.others_up())
-    if (!st.handles.contains(m.id)) dial(self, m);
+  auto now = self->clock().now();
+  std::map<std::string, caf::actor_clock::time_point> awaited;
+  for (const auto& m : st.table.others_up()) {
+    if (st.handles.contains(m.id)) continue;
+    if (m.id > st.table.self().id) {
+      dial(self, m);
+      continue;
+    }
+    auto since = st.awaited.contains(m.id) ? st.awaited[m.id] : now;
+    awaited[m.id] = since;
+    if (now - since >= dial_grace(st)) dial(self, m);
+  }
+  st.awaited = std::move(awaited);
 }
 
 void drop_handle(self_ptr self, const std::string& id) {
@@ -433,6 +465,7 @@ void on_start(self_ptr self, std::uint16_t port) {
   mc.plane = st.cfg.plane;
   mc.secret = st.cfg.secret;
   mc.security = st.cfg.security;
+  mc.tls = st.cfg.tls;
   mc.listener = caf::actor_cast<caf::actor>(self);
   st.registrar = self->spawn<caf::linked>(registrar, std::move(mc));
   on_change(self);

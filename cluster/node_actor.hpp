@@ -45,6 +45,9 @@ struct node_config {
   // 0024): they seal its record and prove it to the members it dials.
   std::shared_ptr<const cluster_secret> secret;
   std::string security;
+  // Cluster TLS (ADR 0032): connections go through CAF's OpenSSL module,
+  // and members' records and joins are bound to their certificates.
+  std::shared_ptr<const node_certificate> tls;
   std::string prefix = "/tidings/";
   std::int64_t lease_seconds = 5;
   actors::hub_registry* hubs = nullptr;
@@ -73,10 +76,13 @@ struct node_state {
   std::map<std::string, caf::actor> handles;   // connected members' node actors by id
   std::map<caf::actor_addr, std::string> ids;  // and back
   std::set<std::string> dialing;               // addresses with a dial in flight
-  std::uint64_t rebalance_generation = 0;      // the one rebalance due after the quiet time
-  source_host_actor source_host;               // the sources other members place here, and their leases
-  watch_router_actor watch_router;             // starts, lists and stops watches across the members
-  watch_mover_actor watch_mover;               // where watches go as members come and go
+  // Unconnected members with a lower id, which dial this node, and since
+  // when: it dials them only when they have not for a while (dial_unconnected).
+  std::map<std::string, caf::actor_clock::time_point> awaited;
+  std::uint64_t rebalance_generation = 0;  // the one rebalance due after the quiet time
+  source_host_actor source_host;           // the sources other members place here, and their leases
+  watch_router_actor watch_router;         // starts, lists and stops watches across the members
+  watch_mover_actor watch_mover;           // where watches go as members come and go
   // Asked to wait until the members are listed and dialled (the node starts
   // its watches after that, so their sources are placed by a real view).
   std::vector<caf::response_promise> settle_waiters;

@@ -51,6 +51,8 @@ caf::result<std::string> on_hello(self_ptr self, const std::string& dialler_nonc
   h.set_member_id(st.cfg.member_id);
   h.set_caf_node(to_string(self->node()));
   h.set_proof(st.cfg.secret->prove(gate_role, {dialler_nonce, h.nonce(), h.member_id(), h.caf_node()}));
+  if (st.cfg.tls)
+    h.set_signature(st.cfg.tls->sign(gate_role, {dialler_nonce, h.nonce(), h.member_id(), h.caf_node()}));
   st.pending[h.nonce()] = {dialler_nonce, now};
   st.order.push_back(h.nonce());
   forget_old(st, now);
@@ -75,6 +77,13 @@ caf::result<caf::actor, std::string> on_join(self_ptr self, const caf::actor& pe
     return refuse(self, "its proof was meant for member " + j.target_id());
   if (!peer || j.caf_node() != sender_node(self) || j.caf_node() != to_string(peer->node()))
     return refuse(self, "its proof came from another process than the one that made it");
+  // The node takes the join only when the record lists this certificate.
+  proto::Member m;
+  if (st.cfg.tls &&
+      (!parse(j.member(), &m) ||
+       !signed_by(m.certificate(), dialler_role,
+                  {j.nonce(), dialler_nonce, j.member(), j.target_id(), j.caf_node()}, j.signature())))
+    return refuse(self, "its join is not signed with the key of the certificate in its member record");
   auto rp = self->make_response_promise<caf::actor, std::string>();
   self->request(st.cfg.node, std::chrono::seconds(5), join_atom::value, peer, j.member())
       .then([rp](const caf::actor& node, const std::string& members) mutable { rp.deliver(node, members); },
@@ -95,7 +104,8 @@ peer_gate_actor::behavior_type peer_gate(self_ptr self, peer_gate_config cfg) {
 }
 
 std::string answer_hello(const dialler& me, const std::string& nonce, const std::string& hello,
-                         const std::string& expected_id, const std::string& gate_node, std::string* why) {
+                         const member& expected, const std::string& gate_node, std::string* why) {
+  const auto& expected_id = expected.id;
   proto::PeerHello h;
   if (!h.ParseFromString(hello) || h.nonce().size() != nonce_bytes ||
       !me.secret.verify(gate_role, {nonce, h.nonce(), h.member_id(), h.caf_node()}, h.proof())) {
@@ -107,12 +117,20 @@ std::string answer_hello(const dialler& me, const std::string& nonce, const std:
            " at the address dialled (a relay, or a member's address reused)";
     return {};
   }
+  if (me.tls && !signed_by(expected.certificate, gate_role, {nonce, h.nonce(), h.member_id(), h.caf_node()},
+                           h.signature())) {
+    *why = "the gate's hello is not signed with the key of the certificate in member " + expected_id +
+           "'s record";
+    return {};
+  }
   proto::PeerJoin j;
   j.set_member(me.member);
   j.set_nonce(h.nonce());
   j.set_target_id(expected_id);
   j.set_caf_node(me.caf_node);
   j.set_proof(me.secret.prove(dialler_role, {h.nonce(), nonce, j.member(), j.target_id(), j.caf_node()}));
+  if (me.tls)
+    j.set_signature(me.tls->sign(dialler_role, {h.nonce(), nonce, j.member(), j.target_id(), j.caf_node()}));
   return j.SerializeAsString();
 }
 

@@ -13,8 +13,11 @@
 //
 // What this does not stop: a process that writes CAF's wire protocol by
 // hand can address any actor a node ever sent out by its number, and can
-// claim any sender. Until mutual TLS, the cluster port must stay private
-// (docs/cluster.md, "What the cluster port trusts").
+// claim any sender. Without cluster TLS the cluster port must stay private
+// (docs/cluster.md, "What the cluster port trusts"). With it (ADR 0032) no
+// process without a certificate of the cluster CA gets a connection, and
+// both proofs are also signed with the key of the certificate the prover's
+// member record carries: a member's record alone is no member.
 //
 //   dialler                           gate
 //     hello(n_d)            ─────>   n_g fresh, kept (bounded, 10 s)
@@ -33,6 +36,8 @@
 
 #include "cluster/atoms.hpp"
 #include "cluster/cluster_secret.hpp"
+#include "cluster/member_table.hpp"
+#include "cluster/node_certificate.hpp"
 
 namespace tidings::cluster {
 
@@ -44,8 +49,9 @@ struct peer_gate_config {
   caf::actor node;        // answers (join_atom, actor, Member) -> (actor, Members)
   std::string member_id;  // the node's
   std::shared_ptr<const cluster_secret> secret;
-  std::chrono::milliseconds hello_ttl{10000};  // a nonce not answered by then is forgotten
-  std::size_t max_pending = 256;               // nonces kept at once (the oldest go first)
+  std::shared_ptr<const node_certificate> tls;  // with cluster TLS: signs hellos, checks joins' signatures
+  std::chrono::milliseconds hello_ttl{10000};   // a nonce not answered by then is forgotten
+  std::size_t max_pending = 256;                // nonces kept at once (the oldest go first)
 };
 
 struct peer_gate_state {
@@ -70,13 +76,15 @@ peer_gate_actor::behavior_type peer_gate(peer_gate_actor::stateful_pointer<peer_
 // The dialler's side of a join.
 struct dialler {
   const cluster_secret& secret;
-  std::string member;    // its serialized Member
-  std::string caf_node;  // to_string(its node())
+  std::string member;                     // its serialized Member
+  std::string caf_node;                   // to_string(its node())
+  const node_certificate* tls = nullptr;  // with cluster TLS
 };
 // The gate's hello answer to `nonce`, checked: it must prove the secret and
-// be member `expected_id` on CAF node `gate_node` (where the connection
+// be member `expected` (as the record lists it: with cluster TLS, signed
+// with its certificate's key) on CAF node `gate_node` (where the connection
 // went). The PeerJoin to send; empty with *why when the gate is not that.
 std::string answer_hello(const dialler& me, const std::string& nonce, const std::string& hello,
-                         const std::string& expected_id, const std::string& gate_node, std::string* why);
+                         const member& expected, const std::string& gate_node, std::string* why);
 
 }  // namespace tidings::cluster

@@ -159,8 +159,11 @@ void apply(registrar_state& st, const std::string& key, const std::string& value
     return refuse(st, key, p.id(), "member " + p.id() + "'s record under another member's key");
   if (opened->security != st.cfg.security)
     return refuse(st, key, p.id(),
-                  "its security configuration (tenants and keys) differs from this node's: fingerprint " +
+                  "its security configuration (tenants, keys and cluster CA) differs from this node's: "
+                  "fingerprint " +
                       short_hex(opened->security) + ", here " + short_hex(st.cfg.security));
+  if (st.cfg.tls)
+    if (auto err = st.cfg.tls->check_peer(p.certificate()); !err.empty()) return refuse(st, key, p.id(), err);
   st.refused.erase(key);
   st.members[key] = from_proto(p);
 }

@@ -37,6 +37,7 @@
 #include "cluster/cluster_secret.hpp"
 #include "cluster/control_plane.hpp"
 #include "cluster/member_table.hpp"
+#include "cluster/node_certificate.hpp"
 
 namespace tidings::cluster {
 
@@ -84,6 +85,9 @@ struct registrar_config {
   // refused: not a member.
   std::shared_ptr<const cluster_secret> secret;
   std::string security;
+  // With cluster TLS (ADR 0032): a record whose certificate the cluster CA
+  // did not sign is refused too.
+  std::shared_ptr<const node_certificate> tls;
   std::string prefix;  // the cluster's keys ("/tidings/"); members under prefix + "members/"
   std::int64_t lease_seconds = 5;
   std::shared_ptr<control_plane> plane;

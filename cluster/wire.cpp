@@ -9,11 +9,12 @@ proto::Member to_proto(const member& m) {
   p.set_http_address(m.http_address);
   p.set_incarnation(m.incarnation);
   p.set_draining(m.draining);
+  p.set_certificate(m.certificate);
   return p;
 }
 
 member from_proto(const proto::Member& p) {
-  return {p.id(), p.cluster_address(), p.http_address(), p.incarnation(), p.draining()};
+  return {p.id(), p.cluster_address(), p.http_address(), p.incarnation(), p.draining(), p.certificate()};
 }
 
 std::string encode_members(const std::vector<member>& members) {

@@ -22,11 +22,14 @@ find_package(PkgConfig REQUIRED)
 pkg_check_modules(LUA REQUIRED IMPORTED_TARGET lua5.4-c++)
 # libjwt 1.10 (C, OpenSSL backend): JWS signature checks for broker/jwt_verifier.
 pkg_check_modules(LIBJWT REQUIRED IMPORTED_TARGET libjwt)
+# nats_topic (Debian's libnats-dev: the NATS C client).
+pkg_check_modules(NATS REQUIRED IMPORTED_TARGET libnats)
 
 # CAF 0.17 ships no CMake package: define imported targets by hand.
 find_path(CAF_INCLUDE_DIR caf/all.hpp REQUIRED)
 find_library(CAF_CORE_LIBRARY caf_core REQUIRED)
 find_library(CAF_IO_LIBRARY caf_io REQUIRED)
+find_library(CAF_OPENSSL_LIBRARY caf_openssl REQUIRED)
 add_library(CAF::core SHARED IMPORTED)
 set_target_properties(CAF::core PROPERTIES
   IMPORTED_LOCATION ${CAF_CORE_LIBRARY}
@@ -36,6 +39,10 @@ add_library(CAF::io SHARED IMPORTED)
 set_target_properties(CAF::io PROPERTIES
   IMPORTED_LOCATION ${CAF_IO_LIBRARY}
   INTERFACE_LINK_LIBRARIES CAF::core)
+add_library(CAF::openssl SHARED IMPORTED)
+set_target_properties(CAF::openssl PROPERTIES
+  IMPORTED_LOCATION ${CAF_OPENSSL_LIBRARY}
+  INTERFACE_LINK_LIBRARIES "CAF::io;OpenSSL::SSL")
 
 if(TIDINGS_TESTS)
   find_package(Catch2 REQUIRED)

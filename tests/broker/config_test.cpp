@@ -338,6 +338,65 @@ TEST_CASE("a cluster registers in etcd: etcd, etcd-prefix and member-lease-secon
   CHECK(parse_error({"--config", file.path()}).find("seeds: no longer exists") != std::string::npos);
 }
 
+TEST_CASE(
+    "cluster TLS: cluster-ca, cluster-cert and cluster-key together, checked at start, and with them the "
+    "cluster "
+    "port may leave loopback without cluster-private-network",
+    "[config][cluster]") {
+  tidings::testing::temp_dir dir;
+  tidings::testing::test_ca ca(dir.path().string(), "cluster");
+  tidings::testing::test_ca rogue(dir.path().string(), "rogue");
+  tidings::testing::leaf_spec spec{"node-1", {"DNS:node-1"}};
+  spec.usage = tidings::testing::usage::server_and_client;
+  const auto node = ca.issue("node", spec);
+  const auto odd = rogue.issue("odd", spec);
+  const std::vector<std::string> cluster = {"--cluster-listen",      "127.0.0.1:7100",        "--etcd",
+                                            "http://127.0.0.1:2379", "--cluster-secret-file", secret_file()};
+  auto with = [&](std::vector<std::string> more) {
+    more.insert(more.begin(), cluster.begin(), cluster.end());
+    return more;
+  };
+  auto c =
+      parsed(with({"--cluster-ca", ca.files().cert, "--cluster-cert", node.cert, "--cluster-key", node.key}));
+  REQUIRE(c.cluster_tls != nullptr);
+  CHECK(c.cluster_tls->subject() == "CN=node-1");
+  // The file's cluster-tls: mapping is the same three settings.
+  temp_file file(
+      "cluster-listen: \"127.0.0.1:7100\"\netcd: \"http://127.0.0.1:2379\"\ncluster-secret-file: " +
+      secret_file() + "\ncluster-tls: {ca: " + ca.files().cert + ", cert: " + node.cert +
+      ", key: " + node.key + "}\n");
+  CHECK(parsed({"--config", file.path()}).cluster_tls != nullptr);
+  CHECK(parse_error(
+            with({"--cluster-ca", ca.files().cert, "--cluster-cert", odd.cert, "--cluster-key", odd.key}))
+            .find("cluster-tls: " + odd.cert + ": is not a certificate of the cluster CA in " +
+                  ca.files().cert) != std::string::npos);
+  CHECK(parse_error(with({"--cluster-ca", ca.files().cert, "--cluster-cert", node.cert}))
+            .find("needs all of cluster-ca, cluster-cert and cluster-key") != std::string::npos);
+  CHECK(parse_error({"--cluster-ca", ca.files().cert, "--cluster-cert", node.cert, "--cluster-key", node.key})
+            .find("need cluster-listen too") != std::string::npos);
+  // Beyond loopback: tenants still, and TLS instead of the operator's word.
+  temp_file tenants(
+      "tenants:\n  - id: acme\n    keys:\n      - {kid: k1, alg: HS256, secret: "
+      "\"acme-secret-0123456789abcdef0123\"}\n");
+  const std::vector<std::string> wide = {"--config",
+                                         tenants.path(),
+                                         "--cluster-listen",
+                                         "0.0.0.0:7100",
+                                         "--cluster-advertise",
+                                         "10.0.0.1:7100",
+                                         "--advertise",
+                                         "10.0.0.1:8080",
+                                         "--etcd",
+                                         "http://127.0.0.1:2379",
+                                         "--cluster-secret-file",
+                                         secret_file()};
+  CHECK(parse_error(wide).find("cluster-tls: {ca, cert, key}") != std::string::npos);
+  auto tls_wide = wide;
+  tls_wide.insert(tls_wide.end(),
+                  {"--cluster-ca", ca.files().cert, "--cluster-cert", node.cert, "--cluster-key", node.key});
+  CHECK(parsed(tls_wide).cluster_tls != nullptr);
+}
+
 TEST_CASE("etcd over https: its CA and client certificate, checked at start, for https:// members only",
           "[config][cluster]") {
   tidings::testing::temp_dir dir;

@@ -102,7 +102,7 @@ struct fixture : tidings::testing::coordinated_system {
   fixture() {
     a_node = sys->spawn(fake_peer, a_script);
     b_node = sys->spawn(fake_peer, b_script);
-    b.set_members({{member{"a", "127.0.0.1:1", "127.0.0.1:2", 1, false}, a_node}});
+    b.set_members({{member{"a", "127.0.0.1:1", "127.0.0.1:2", 1, false, ""}, a_node}});
     replicas = sys->spawn(replica_host, replica_host_config{"b", &*b.hubs, b.store.get(), &*b.committer,
                                                             &*b.view, std::chrono::milliseconds(5000)});
     handoff = sys->spawn(cluster::handoff, handoff_config{"b", b_node, &*b.hubs, b.store.get(), &*b.view,

@@ -16,7 +16,7 @@ using namespace tidings::cluster;
 using ids = std::vector<std::string>;
 
 member make(const std::string& id, std::int64_t incarnation = 1, bool draining = false) {
-  return member{id, "127.0.0.1:71" + id, "127.0.0.1:81" + id, incarnation, draining};
+  return member{id, "127.0.0.1:71" + id, "127.0.0.1:81" + id, incarnation, draining, ""};
 }
 
 ids ids_of(const std::vector<member>& members) {

@@ -24,6 +24,12 @@ using namespace std::chrono_literals;
 const cluster_secret secret(std::string(32, 's'));
 const cluster_secret other(std::string(32, 'o'));
 
+member named(std::string id) {
+  member m;
+  m.id = std::move(id);
+  return m;
+}
+
 // Stands in for the node actor: answers a join with its handle, and counts.
 caf::behavior counting_node(caf::event_based_actor* self, std::shared_ptr<std::vector<std::string>> joined) {
   return {
@@ -67,7 +73,7 @@ struct gate_fixture {
   std::string join_for(const std::string& nonce, const std::string& hello, const cluster_secret& s = secret,
                        const std::string& member = "member a") {
     std::string why;
-    auto out = answer_hello({s, member, here}, nonce, hello, "gate-member", here, &why);
+    auto out = answer_hello({s, member, here}, nonce, hello, named("gate-member"), here, &why);
     INFO(why);
     return out;
   }
@@ -173,9 +179,9 @@ TEST_CASE("the peer gate gives its node only to a dialler that proves the secret
   }
   SECTION("a gate that is not the member dialled is not answered") {
     std::string why;
-    CHECK(answer_hello({secret, "member a", f.here}, nonce, hello, "member c", f.here, &why).empty());
+    CHECK(answer_hello({secret, "member a", f.here}, nonce, hello, named("member c"), f.here, &why).empty());
     CHECK(why.find("not member c") != std::string::npos);
-    CHECK(answer_hello({secret, "member a", f.here}, nonce, hello, "gate-member", "another node", &why)
+    CHECK(answer_hello({secret, "member a", f.here}, nonce, hello, named("gate-member"), "another node", &why)
               .empty());
   }
 }

@@ -14,6 +14,8 @@
 #include "cluster/registrar.hpp"
 #include "cluster/wire.hpp"
 #include "tests/cluster/coordinated_system.hpp"
+#include "tests/support/test_pki.hpp"
+#include "tests/support/tidingsd_process.hpp"
 
 namespace {
 
@@ -76,7 +78,12 @@ struct fake_plane final : control_plane {
 };
 
 member make(const std::string& id, std::int64_t incarnation = 1) {
-  return member{id, "127.0.0.1:71" + id, "127.0.0.1:81" + id, incarnation, false};
+  return member{id, "127.0.0.1:71" + id, "127.0.0.1:81" + id, incarnation, false, ""};
+}
+
+member with_certificate(member m, const node_certificate* cert) {
+  if (cert) m.certificate = cert->der();
+  return m;
 }
 
 // The cluster's secret and security fingerprint in these tests.
@@ -122,10 +129,13 @@ struct fixture : tidings::testing::coordinated_system {
   std::shared_ptr<heard> h = std::make_shared<heard>();
   registrar_actor reg;
   const std::string prefix = "/t/";
-  const member self_record = make("a", 7);
+  const member self_record;
 
-  fixture() {
+  // With `tls`, members' records must carry a certificate of its CA.
+  explicit fixture(std::shared_ptr<const node_certificate> tls = nullptr)
+      : self_record(with_certificate(make("a", 7), tls.get())) {
     registrar_config rc;
+    rc.tls = tls;
     rc.self = self_record;
     rc.prefix = prefix;
     rc.lease_seconds = 2;
@@ -379,4 +389,34 @@ TEST_CASE(
     f.sched->run();
     CHECK(f.h->lists.back() == std::vector<std::string>{"a", "f", "h"});  // gone with its own key
   }
+}
+
+TEST_CASE("with cluster TLS a record whose certificate the cluster CA did not sign is refused",
+          "[registrar]") {
+  tidings::testing::temp_dir dir;
+  tidings::testing::test_ca ca(dir.path().string(), "cluster");
+  tidings::testing::test_ca rogue(dir.path().string(), "rogue");
+  auto load = [](const tidings::testing::test_ca& by, const tidings::testing::pem_files& files) {
+    std::string why;
+    auto cert = node_certificate::load(by.files().cert, files.cert, files.key, &why);
+    INFO(why);
+    REQUIRE(cert);
+    return cert;
+  };
+  auto node = [](const std::string& name) {
+    tidings::testing::leaf_spec s{name, {"DNS:" + name}};
+    s.usage = tidings::testing::usage::server_and_client;
+    return s;
+  };
+  auto a = load(ca, ca.issue("a", node("a")));
+  auto b = load(ca, ca.issue("b", node("b")));
+  auto odd = load(rogue, rogue.issue("odd", node("odd")));
+  fixture f(a);
+  // Sealed with the secret and the same fingerprint: only the certificate
+  // tells them apart (a process that holds the secret but no certificate of
+  // the CA, or copied a member's record without its key).
+  f.register_with({with_certificate(make("b"), b.get()), with_certificate(make("c"), odd.get()), make("d"),
+                   with_certificate(make("e"), b.get())});
+  CHECK(f.h->lists.back() == std::vector<std::string>{"a", "b", "e"});
+  CHECK(f.h->lapses.empty());
 }

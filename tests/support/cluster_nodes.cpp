@@ -150,7 +150,12 @@ void cluster_nodes::start(std::size_t i) {
   auto args = member_args(n.dir.path(), secret_);
   // TIDINGS_CLUSTER_DEBUG=1: every node logs at debug (with TIDINGS_CLUSTER_LOGS to see it).
   if (std::getenv("TIDINGS_CLUSTER_DEBUG") != nullptr) args.emplace_back("--verbose");
-  args.insert(args.end(), extra_args_.begin(), extra_args_.end());
+  for (auto arg : extra_args_) {
+    // "{node}" is the node's number: a file of its own (cluster TLS).
+    for (auto at = arg.find("{node}"); at != std::string::npos; at = arg.find("{node}"))
+      arg.replace(at, 6, std::to_string(i));
+    args.push_back(std::move(arg));
+  }
   std::optional<process_user> user;
   if (distinct_users_) user = process_user{uid(i), static_cast<gid_t>(uid(i))};
   n.process = std::make_unique<tidingsd_process>(n.dir.path(), std::move(args), 20s, user);

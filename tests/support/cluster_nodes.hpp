@@ -38,10 +38,9 @@ std::string random_cluster_secret();
 class cluster_nodes {
  public:
   // Starts `count` nodes with `extra_args` each (after the harness's own
-  // flags) and waits, bounded by `converge_timeout`, until every node lists
-  // all of them alive. Throws with the nodes' logs on failure.
-  // `etcd`: the test's own etcd (it must outlive the nodes); nullptr: the
-  // process's shared one. `distinct_users`: node i runs as uid and gid
+  // flags; "{node}" in one is the node's number) and waits, bounded by `converge_timeout`, until every node
+  // lists all of them alive. Throws with the nodes' logs on failure. `etcd`: the test's own etcd (it must
+  // outlive the nodes); nullptr: the process's shared one. `distinct_users`: node i runs as uid and gid
   // node_user_base + i (the harness must be root), so iptables rules can
   // tell the nodes' packets apart on loopback (the fault suite).
   explicit cluster_nodes(std::size_t count, std::vector<std::string> extra_args = {},
