@@ -339,6 +339,32 @@ bool parse_sql_polling(yaml_reader& r, const Node& s, const std::string& spath,
   return true;
 }
 
+// watch.strategy of type nats_topic: the server and the subject.
+bool parse_nats_topic(yaml_reader& r, const Node& s, const std::string& spath,
+                      sources::web::web_resource_config* out) {
+  for (const char* key : {"signature", "token", "previous_tokens"})
+    if (s[key]) return r.fail(spath + "." + key, "is for webhooks only");
+  if (s["interval_ms"]) return r.fail(spath + ".interval_ms", "does not apply: NATS pushes each message");
+  out->kind = sources::web::strategy::nats_topic;
+  auto& nats = out->nats.emplace();
+  if (s["url"] && !r.text(s["url"], spath + ".url", &nats.url)) return false;
+  for (std::string_view rest = nats.url; !rest.empty();) {
+    auto one = rest.substr(0, rest.find(','));
+    rest.remove_prefix(std::min(rest.size(), one.size() + 1));
+    if (!one.starts_with("nats://"))
+      return r.fail(spath + ".url", "must be nats://HOST:PORT (comma-separated for several servers), not '" +
+                                        std::string(one) + "'");
+  }
+  if (!s["subject"]) return r.fail(spath, "needs subject (e.g. inventory.updates)");
+  if (!r.text(s["subject"], spath + ".subject", &nats.subject)) return false;
+  if (nats.subject.empty() || nats.subject.find_first_of(" \t\r\n") != std::string::npos ||
+      nats.subject.front() == '.' || nats.subject.back() == '.' ||
+      nats.subject.find("..") != std::string::npos)
+    return r.fail(spath + ".subject", "must be a NATS subject: tokens separated by '.', no blanks");
+  if (s["timeout_ms"] && !r.millis(s["timeout_ms"], spath + ".timeout_ms", &nats.timeout)) return false;
+  return true;
+}
+
 bool parse_resource(yaml_reader& r, const Node& n, const std::string& path,
                     sources::web::web_resource_config* out) {
   if (!r.known_keys(n, path, {"uri", "name", "description", "mime_type", "backend", "watch"})) return false;
@@ -355,8 +381,9 @@ bool parse_resource(yaml_reader& r, const Node& n, const std::string& path,
   // Nothing polls without a watch: block (invariant 1); one without a
   // strategy is the operator's opt-in to a poll every 60 s.
   if (!watch)
-    return r.fail(
-        path, "needs watch (with strategy webhook, poll or sql_polling; without one it polls every 60 s)");
+    return r.fail(path,
+                  "needs watch (with strategy webhook, poll, sql_polling or nats_topic; without one it polls "
+                  "every 60 s)");
   if (watch.IsNull() || (watch.IsMap() && !watch["strategy"])) {
     if (watch.IsMap() && !r.known_keys(watch, path + ".watch", {"strategy"})) return false;
     out->kind = sources::web::strategy::poll;
@@ -366,16 +393,22 @@ bool parse_resource(yaml_reader& r, const Node& n, const std::string& path,
   if (!r.known_keys(watch, path + ".watch", {"strategy"})) return false;
   auto s = watch["strategy"];
   auto spath = path + ".watch.strategy";
-  if (!r.known_keys(s, spath,
-                    {"type", "token", "previous_tokens", "signature", "interval_ms", "conninfo", "query",
-                     "timeout_ms", "ca_file", "client_cert", "client_key", "insecure_skip_verify"}))
+  if (!r.known_keys(
+          s, spath,
+          {"type", "token", "previous_tokens", "signature", "interval_ms", "conninfo", "query", "timeout_ms",
+           "ca_file", "client_cert", "client_key", "insecure_skip_verify", "url", "subject"}))
     return false;
   std::string type;
   if (!s["type"] || !r.text(s["type"], spath + ".type", &type)) return r.fail(spath, "needs type");
   if (type != "sql_polling")
     for (const char* key :
-         {"conninfo", "query", "timeout_ms", "ca_file", "client_cert", "client_key", "insecure_skip_verify"})
+         {"conninfo", "query", "ca_file", "client_cert", "client_key", "insecure_skip_verify"})
       if (s[key]) return r.fail(spath + "." + key, "is for sql_polling only");
+  if (type != "nats_topic")
+    for (const char* key : {"url", "subject"})
+      if (s[key]) return r.fail(spath + "." + key, "is for nats_topic only");
+  if (type != "sql_polling" && type != "nats_topic" && s["timeout_ms"])
+    return r.fail(spath + ".timeout_ms", "is for sql_polling and nats_topic only");
   if (type == "webhook") {
     out->kind = sources::web::strategy::webhook;
     if (s["token"] && !r.text(s["token"], spath + ".token", &out->token)) return false;
@@ -393,8 +426,10 @@ bool parse_resource(yaml_reader& r, const Node& n, const std::string& path,
     if (s["interval_ms"] && !r.millis(s["interval_ms"], spath + ".interval_ms", &out->interval)) return false;
   } else if (type == "sql_polling") {
     return parse_sql_polling(r, s, spath, out);
+  } else if (type == "nats_topic") {
+    return parse_nats_topic(r, s, spath, out);
   } else {
-    return r.fail(spath + ".type", "must be webhook, poll or sql_polling, not '" + type + "'");
+    return r.fail(spath + ".type", "must be webhook, poll, sql_polling or nats_topic, not '" + type + "'");
   }
   return true;
 }
@@ -461,15 +496,19 @@ json settings_of(const sources::web::web_config& c) {
                 {"name", r.name},
                 {"description", r.description},
                 {"mime_type", r.mime_type},
-                {"kind", r.kind == sources::web::strategy::webhook ? "webhook"
-                         : r.kind == sources::web::strategy::poll  ? "poll"
-                                                                   : "sql_polling"},
+                {"kind", r.kind == sources::web::strategy::webhook       ? "webhook"
+                         : r.kind == sources::web::strategy::poll        ? "poll"
+                         : r.kind == sources::web::strategy::sql_polling ? "sql_polling"
+                                                                         : "nats_topic"},
                 {"interval_ms", interval.count()}};
     if (r.sql)
       one["sql"] = {{"conninfo", r.sql->conninfo},
                     {"query", r.sql->query},
                     {"timeout_ms", r.sql->timeout.count()},
                     {"tls", settings_of(r.sql->tls)}};
+    if (r.nats)
+      one["nats"] = {
+          {"url", r.nats->url}, {"subject", r.nats->subject}, {"timeout_ms", r.nats->timeout.count()}};
     if (r.backend)
       one["backend"] = {{"url", r.backend->url},
                         {"method", r.backend->method},

@@ -8,8 +8,8 @@ namespace {
 
 // Every strategy a connector has today (upstream::strategy()).
 const std::vector<std::string_view>& strategies() {
-  static const std::vector<std::string_view> all = {"subscribe", "webhook", "poll", "sql_polling",
-                                                    "listen",    "inotify", "watch"};
+  static const std::vector<std::string_view> all = {"subscribe",  "webhook", "poll",    "sql_polling",
+                                                    "nats_topic", "listen",  "inotify", "watch"};
   return all;
 }
 

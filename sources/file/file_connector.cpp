@@ -50,8 +50,9 @@ std::vector<resource_info> file_connector::resources() const {
   info.description =
       "A file or directory under " + (roots.empty() ? std::string("no configured root") : roots) +
       ", pushed by inotify. A file reads as its content (JSON when it parses as JSON, a vanished file as "
-      "null); a directory as a JSON array by name of {name, size, mtime_ms, sha256, type}. Atomic "
-      "replace by rename is seen.\nExample: watch uri=" +
+      "null); a directory as a JSON array by name of {name, size, mtime_ms, sha256, type}; with "
+      "?recursive=true every entry beneath it, named by its relative path. Atomic replace by rename is "
+      "seen.\nExample: watch uri=" +
       file_uri(example_root + "/config.json");
   info.example = core::description_example(info.description);
   info.mime_type = "application/json";
@@ -69,12 +70,22 @@ std::string file_connector::canonical(std::string_view uri) const {
   return target ? target->uri : std::string(uri);
 }
 
+std::shared_ptr<inotify_hub> file_connector::hub(std::string* error) {
+  if (!hub_) hub_ = inotify_hub::open(io_, error);
+  return hub_;
+}
+
 std::unique_ptr<upstream> file_connector::open(const std::string& uri, std::string* error) {
   auto s = scope(error);
   if (!s) return nullptr;
   auto target = resolve_file_uri(uri, *s, error);
   if (!target) return nullptr;
-  return std::make_unique<file_upstream>(io_, std::move(*target), std::move(s));
+  // A refused instance fails the subscription (which the source retries),
+  // not the open.
+  std::string hub_error;
+  auto h = hub(&hub_error);
+  return std::make_unique<file_upstream>(io_, std::move(*target), std::move(s), std::move(h),
+                                         std::move(hub_error));
 }
 
 void file_connector::read(const std::string& uri, std::function<void(read_outcome)> done) {

@@ -10,6 +10,7 @@
 
 #include "sources/file/file_config.hpp"
 #include "sources/file/file_path.hpp"
+#include "sources/file/inotify_hub.hpp"
 #include "sources/upstream.hpp"
 
 namespace tidings::sources::file {
@@ -35,11 +36,15 @@ class file_connector final : public connector {
  private:
   // The resolved roots, resolving them now if start() has not (or failed).
   std::shared_ptr<const file_scope> scope(std::string* error) const;
+  // The node's one inotify instance, made with the first upstream (again
+  // at the next one if the kernel refused it).
+  std::shared_ptr<inotify_hub> hub(std::string* error);
 
   boost::asio::io_context& io_;
   file_config config_;
   std::string name_ = "files";
   mutable std::shared_ptr<const file_scope> scope_;
+  std::shared_ptr<inotify_hub> hub_;
   // False after stop(): posted callbacks then do not run.
   std::shared_ptr<bool> running_ = std::make_shared<bool>(true);
 };

@@ -112,8 +112,17 @@ std::optional<file_target> resolve_file_uri(std::string_view uri, const file_sco
     return fail("a file URI names no host (expected file:///absolute/path)");
   if (slash == std::string_view::npos) return fail("no path (expected file:///absolute/path)");
   std::string_view encoded = rest.substr(slash);
-  if (encoded.find_first_of("?#") != std::string_view::npos)
-    return fail("file URIs take no query or fragment (write '?' as %3F and '#' as %23)");
+  if (encoded.find('#') != std::string_view::npos)
+    return fail("file URIs take no fragment (write '#' as %23)");
+  bool recursive = false;
+  if (auto q = encoded.find('?'); q != std::string_view::npos) {
+    auto query = encoded.substr(q + 1);
+    if (query != "recursive=true" && query != "recursive=false")
+      return fail(
+          "the one query a file URI takes is recursive=true or recursive=false (write '?' in a name as %3F)");
+    recursive = query == "recursive=true";
+    encoded = encoded.substr(0, q);
+  }
   auto decoded = core::percent_decode(encoded);
   if (!decoded) return fail("malformed percent-encoding");
   if (decoded->find('\0') != std::string::npos) return fail("the path holds a NUL byte");
@@ -144,7 +153,8 @@ std::optional<file_target> resolve_file_uri(std::string_view uri, const file_sco
     t.path = join(*real, missing);
     if (!under_roots(t.path, scope.real_roots))
       return fail("outside the allowed file roots (after resolving symlinks and '..')");
-    t.uri = file_uri(t.path);
+    t.recursive = recursive;
+    t.uri = file_uri(t.path) + (recursive ? "?recursive=true" : "");
     return t;
   }
   return fail(std::strerror(ENOENT));

@@ -27,11 +27,14 @@ struct file_target {
   // The real path. When the path does not exist (yet), the real path of its
   // nearest existing ancestor followed by the missing names.
   std::string path;
-  std::string uri;  // canonical: "file://" + path, percent-encoded
+  std::string uri;  // canonical: "file://" + path, percent-encoded, then "?recursive=true" if so
+  // `?recursive=true`: a directory and every directory beneath it.
+  bool recursive = false;
 };
 
 // Parses `file:///absolute/path` (host empty or "localhost", percent-decoded,
-// no query or fragment) and resolves it. nullopt with a message for the user
+// no fragment; the one query is `recursive=true` or `recursive=false`) and
+// resolves it. nullopt with a message for the user
 // in *error when the URI is malformed, a component cannot be resolved, or the
 // real path is outside every root.
 std::optional<file_target> resolve_file_uri(std::string_view uri, const file_scope& scope,

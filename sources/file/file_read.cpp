@@ -72,12 +72,17 @@ read_outcome read_content(const file_target& target, int fd, const file_config& 
   return read_outcome::ok({json ? "application/json" : "text/plain", std::move(text)});
 }
 
-read_outcome read_listing(const file_target& target, int fd, const file_config& config) {
+// One directory's entries into `out` (names prefixed with `prefix`), and
+// with `recursive` its subdirectories' after each, opened relative to their
+// parent without following symlinks: a directory swapped for a symlink to
+// outside the roots is not entered. Consumes `fd`. Empty, or the error.
+std::string list_directory(const file_target& target, int fd, const std::string& prefix, bool recursive,
+                           const file_config& config, std::size_t& hashed, nlohmann::json& out) {
   DIR* dir = ::fdopendir(fd);
   if (!dir) {
     auto message = target.uri + ": " + std::strerror(errno);
     ::close(fd);
-    return read_outcome::failed(std::move(message));
+    return message;
   }
   struct entry {
     std::string name;
@@ -89,7 +94,7 @@ read_outcome read_listing(const file_target& target, int fd, const file_config& 
   while (dirent* d = ::readdir(dir)) {
     std::string_view name = d->d_name;
     if (name == "." || name == "..") continue;
-    if (entries.size() == config.max_dir_entries) {
+    if (out.size() + entries.size() == config.max_dir_entries) {
       error = target.uri + ": more than " + std::to_string(config.max_dir_entries) + " entries";
       break;
     }
@@ -102,12 +107,10 @@ read_outcome read_listing(const file_target& target, int fd, const file_config& 
   if (error.empty() && errno != 0) error = target.uri + ": " + std::strerror(errno);
   if (!error.empty()) {
     ::closedir(dir);
-    return read_outcome::failed(std::move(error));
+    return error;
   }
   std::sort(entries.begin(), entries.end(), [](const entry& a, const entry& b) { return a.name < b.name; });
 
-  auto out = nlohmann::json::array();
-  std::size_t hashed = 0;
   for (const auto& e : entries) {
     nlohmann::json sha = nullptr;
     const char* type = "other";
@@ -129,13 +132,31 @@ read_outcome read_listing(const file_target& target, int fd, const file_config& 
     } else if (S_ISLNK(e.st.st_mode)) {
       type = "symlink";
     }
-    out.push_back({{"name", e.name},
+    out.push_back({{"name", prefix + e.name},
                    {"size", static_cast<std::int64_t>(e.st.st_size)},
                    {"mtime_ms", mtime_ms(e.st)},
                    {"sha256", std::move(sha)},
                    {"type", type}});
+    if (!recursive || !S_ISDIR(e.st.st_mode)) continue;
+    int sub = ::openat(::dirfd(dir), e.name.c_str(), O_RDONLY | O_CLOEXEC | O_DIRECTORY | O_NOFOLLOW);
+    if (sub < 0) continue;  // gone, or no longer a directory: as if listed a moment later
+    error = list_directory(target, sub, prefix + e.name + "/", true, config, hashed, out);
+    if (!error.empty()) break;
   }
   ::closedir(dir);
+  return error;
+}
+
+read_outcome read_listing(const file_target& target, int fd, const file_config& config) {
+  auto out = nlohmann::json::array();
+  std::size_t hashed = 0;
+  auto error = list_directory(target, fd, "", target.recursive, config, hashed, out);
+  if (!error.empty()) return read_outcome::failed(std::move(error));
+  // By path: "a", "a-b", "a/x" (a walk visits "a/x" before "a-b").
+  if (target.recursive)
+    std::sort(out.begin(), out.end(), [](const nlohmann::json& a, const nlohmann::json& b) {
+      return a.at("name").get_ref<const std::string&>() < b.at("name").get_ref<const std::string&>();
+    });
   // File names need not be UTF-8; JSON text must be.
   return read_outcome::ok(
       {"application/json", out.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace)});
@@ -166,6 +187,8 @@ read_outcome read_file_target(const file_target& target, const file_scope& scope
   struct stat st {};
   if (::fstat(fd.get(), &st) != 0) return read_outcome::failed(target.uri + ": " + std::strerror(errno));
   if (S_ISDIR(st.st_mode)) return read_listing(target, fd.release(), scope.config);
+  if (target.recursive)
+    return read_outcome::failed(target.uri + ": recursive=true lists a directory, and this is not one");
   if (S_ISREG(st.st_mode)) return read_content(target, fd.get(), scope.config);
   return read_outcome::failed(target.uri + ": not a regular file or directory");
 }

@@ -13,7 +13,10 @@ namespace tidings::sources::file {
 // "text/plain". A directory: a JSON array sorted by name of
 // {"name","size","mtime_ms","sha256","type"}, type "file", "dir", "symlink"
 // (not followed: its target may lie outside the roots) or "other"; sha256
-// only for regular files within the limits, else null. The real path is
+// only for regular files within the limits, else null. A recursive target
+// lists every entry beneath the directory, named by its path relative to
+// it ("sub/a.txt"), sorted by that path; max_dir_entries bounds them all.
+// The real path is
 // checked against the roots again first. A path that does not exist reads
 // as JSON `null` when `missing_as_null` (a watched file that vanished is a
 // change), else as an error.

@@ -1,16 +1,19 @@
 #include "sources/file/file_upstream.hpp"
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdint>
 #include <cstring>
+#include <map>
 #include <string>
 #include <utility>
+#include <vector>
 
+#include <dirent.h>
 #include <sys/inotify.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <boost/asio/posix/stream_descriptor.hpp>
 #include <boost/asio/post.hpp>
 
 #include "sources/file/file_read.hpp"
@@ -36,15 +39,7 @@ bool fresh_file_created(const std::string& path, std::uint32_t mask) {
 
 }  // namespace
 
-struct file_upstream::watch {
-  explicit watch(boost::asio::io_context& io) : descriptor(io) {}
-
-  void stop() {
-    closed = true;
-    boost::system::error_code ignored;
-    descriptor.close(ignored);
-  }
-
+struct file_upstream::watch final : inotify_listener {
   // Ends the subscription: nothing runs after `ended`.
   void end(std::string reason) {
     stop();
@@ -52,17 +47,158 @@ struct file_upstream::watch {
     if (ended) ended(std::move(reason));
   }
 
-  boost::asio::posix::stream_descriptor descriptor;
+  void stop() {
+    closed = true;
+    for (const auto& [wd, dir] : dirs) hub->remove(wd, this);
+    dirs.clear();
+  }
+
+  // Watches `dir` and, recursively, the directories beneath it (never
+  // through a symlink). False with `end_reason` set when that cannot be.
+  bool watch_tree(const std::string& dir) {
+    std::string error;
+    int wd = hub->add(dir, change_mask | self_mask | IN_ONLYDIR, shared(), &error);
+    if (wd < 0) {
+      // Gone again before it was watched: its removal is a change already.
+      if (errno == ENOENT || errno == ENOTDIR) return true;
+      end_reason = uri + ": " + dir + ": " + error;
+      return false;
+    }
+    dirs[wd] = dir;
+    if (dirs.size() > max_dirs) {
+      end_reason = uri + ": more than " + std::to_string(max_dirs) + " directories beneath it";
+      return false;
+    }
+    return watch_children(dir);
+  }
+
+  // The directories in `dir` not watched yet, recursively.
+  bool watch_children(const std::string& dir) {
+    DIR* d = ::opendir(dir.c_str());
+    if (!d) return true;  // removed meanwhile: its IN_IGNORED follows
+    std::vector<std::string> subdirs;
+    while (dirent* e = ::readdir(d)) {
+      std::string_view n = e->d_name;
+      if (n == "." || n == "..") continue;
+      bool is_dir = e->d_type == DT_DIR;
+      if (e->d_type == DT_UNKNOWN) {  // some file systems do not say
+        struct stat st {};
+        is_dir = ::fstatat(::dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(st.st_mode);
+      }
+      if (is_dir) subdirs.push_back(dir + "/" + std::string(n));
+    }
+    ::closedir(d);
+    for (const auto& sub : subdirs)
+      if (!watched(sub) && !watch_tree(sub)) return false;
+    return true;
+  }
+
+  bool watched(const std::string& dir) const {
+    return std::any_of(dirs.begin(), dirs.end(), [&](const auto& d) { return d.second == dir; });
+  }
+
+  // A directory moved out of the tree keeps its kernel watches, which would
+  // report on it from wherever it went.
+  void unwatch_tree(const std::string& dir) {
+    for (auto it = dirs.begin(); it != dirs.end();) {
+      if (it->second == dir || it->second.starts_with(dir + "/")) {
+        hub->remove(it->first, this);
+        it = dirs.erase(it);
+      } else {
+        ++it;
+      }
+    }
+  }
+
+  void on_inotify_event(int wd, std::uint32_t mask, std::string_view entry) override {
+    if (closed) return;
+    if (wd < 0) {
+      changed = true;  // events were lost; a read catches up
+      // and directories made meanwhile get their watches.
+      if (recursive && !dirs.empty() && !watch_children(dirs.at(root))) stop_watching();
+      return;
+    }
+    auto dir = dirs.find(wd);
+    if (dir == dirs.end()) return;
+    if (wd == root) {
+      if (mask & self_mask) return root_gone(mask);
+      if (!(mask & change_mask) || (!name.empty() && entry != name)) return;
+      if (name.empty() || !fresh_file_created(path, mask)) changed = true;
+    } else {
+      changed = changed || (mask & (change_mask | self_mask)) != 0;
+      if (mask & IN_IGNORED) {
+        dirs.erase(dir);
+        return;
+      }
+    }
+    if (!recursive || !(mask & IN_ISDIR) || entry.empty()) return;
+    auto sub = dir->second + "/" + std::string(entry);
+    if (mask & (IN_CREATE | IN_MOVED_TO)) {
+      if (!watch_tree(sub)) stop_watching();
+    } else if (mask & IN_MOVED_FROM) {
+      unwatch_tree(sub);
+    }
+  }
+
+  void root_gone(std::uint32_t mask) {
+    changed = true;
+    if (!end_reason.empty()) return;
+    const char* what = name.empty() ? "directory" : "parent directory";
+    if (mask & IN_MOVE_SELF)
+      end_reason = uri + ": " + what + " moved";
+    else if (mask & IN_UNMOUNT)
+      end_reason = uri + ": file system unmounted";
+    else
+      end_reason = uri + ": " + what + " removed";
+  }
+
+  // The subscription ends at the end of the batch; no more events count.
+  void stop_watching() {
+    changed = true;
+    for (const auto& [wd, dir] : dirs) hub->remove(wd, this);
+    dirs.clear();
+  }
+
+  void on_inotify_batch_end() override {
+    if (closed) return;
+    if (changed) {
+      changed = false;
+      auto updated = handlers.updated;
+      if (updated) updated();
+      if (closed) return;  // closed, or resubscribed, inside the handler
+    }
+    if (!end_reason.empty()) end(std::move(end_reason));
+  }
+
+  void on_inotify_failed(const std::string& why) override {
+    if (!closed) end(uri + ": " + why);
+  }
+
+  std::shared_ptr<inotify_listener> shared() { return self.lock(); }
+
+  std::weak_ptr<watch> self;
+  std::shared_ptr<inotify_hub> hub;
   upstream::handlers handlers;
   std::string uri;
   std::string name;  // the watched entry in its parent; "" when watching a directory itself
   std::string path;  // its real path
+  bool recursive = false;
+  std::size_t max_dirs = 0;
+  int root = -1;                    // the watch of the directory (or the file's parent)
+  std::map<int, std::string> dirs;  // every watch held, by descriptor: its directory
+  bool changed = false;             // in this batch
+  std::string end_reason;           // at the end of this batch
   bool closed = false;
 };
 
 file_upstream::file_upstream(boost::asio::io_context& io, file_target target,
-                             std::shared_ptr<const file_scope> scope)
-    : io_(io), target_(std::move(target)), scope_(std::move(scope)) {}
+                             std::shared_ptr<const file_scope> scope, std::shared_ptr<inotify_hub> hub,
+                             std::string hub_error)
+    : io_(io),
+      target_(std::move(target)),
+      scope_(std::move(scope)),
+      hub_(std::move(hub)),
+      hub_error_(std::move(hub_error)) {}
 
 file_upstream::~file_upstream() {
   close();
@@ -71,17 +207,24 @@ file_upstream::~file_upstream() {
 void file_upstream::subscribe(handlers h) {
   if (!*open_) return;
   if (watch_) watch_->stop();
-  auto w = std::make_shared<watch>(io_);
+  auto w = std::make_shared<watch>();
+  w->self = w;
+  w->hub = hub_;
   w->handlers = std::move(h);
   w->uri = target_.uri;
+  w->recursive = target_.recursive;
+  w->max_dirs = scope_->config.max_dir_entries;
   watch_ = w;
   // Both outcomes are posted: a caller may not expect its handler to run
   // inside subscribe().
   auto fail = [&](std::string reason) {
+    w->closed = true;
     boost::asio::post(io_, [w, reason = std::move(reason)]() mutable {
-      if (!w->closed) w->end(std::move(reason));
+      auto ended = w->handlers.ended;
+      if (ended) ended(std::move(reason));
     });
   };
+  if (!hub_) return fail(target_.uri + ": " + hub_error_);
   auto real = real_path(target_.path);
   struct stat st {};
   if (!real || ::stat(real->c_str(), &st) != 0) {
@@ -90,6 +233,8 @@ void file_upstream::subscribe(handlers h) {
   }
   if (!under_roots(*real, scope_->real_roots))
     return fail(target_.uri + ": now outside the allowed file roots (after resolving symlinks)");
+  if (target_.recursive && !S_ISDIR(st.st_mode))
+    return fail(target_.uri + ": recursive=true watches a directory, and this is not one");
 
   std::string dir = *real;
   std::uint32_t mask = change_mask | self_mask | IN_ONLYDIR;
@@ -102,85 +247,20 @@ void file_upstream::subscribe(handlers h) {
     // events to the parent's watch.
     mask |= IN_EXCL_UNLINK;
   }
-  int fd = ::inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
-  if (fd < 0) {
-    int err = errno;
-    return fail(target_.uri + ": inotify_init1: " + std::strerror(err));
-  }
-  if (::inotify_add_watch(fd, dir.c_str(), mask) < 0) {
-    int err = errno;
-    ::close(fd);
-    return fail(target_.uri + ": inotify_add_watch: " + std::strerror(err));
-  }
-  boost::system::error_code ec;
-  w->descriptor.assign(fd, ec);
-  if (ec) {
-    ::close(fd);
-    return fail(target_.uri + ": " + ec.message());
+  std::string error;
+  w->root = hub_->add(dir, mask, w, &error);
+  if (w->root < 0) return fail(target_.uri + ": " + error);
+  w->dirs[w->root] = dir;
+  if (w->recursive && !w->watch_children(dir)) {
+    auto reason = std::move(w->end_reason);
+    w->stop();
+    return fail(std::move(reason));
   }
   boost::asio::post(io_, [w] {
     if (w->closed) return;
     auto subscribed = w->handlers.subscribed;
     if (subscribed) subscribed();
-    if (!w->closed) arm(w);
   });
-}
-
-void file_upstream::arm(const std::shared_ptr<watch>& w) {
-  w->descriptor.async_wait(boost::asio::posix::descriptor_base::wait_read,
-                           [w](const boost::system::error_code& ec) {
-                             if (w->closed) return;
-                             if (ec) return w->end(w->uri + ": inotify wait failed: " + ec.message());
-                             on_readable(w);
-                           });
-}
-
-void file_upstream::on_readable(const std::shared_ptr<watch>& w) {
-  bool changed = false;
-  std::string end_reason;
-  alignas(inotify_event) char buf[16 * 1024];
-  // Bounded, so an endless storm cannot hold the sources thread: what is
-  // left keeps the descriptor readable and comes with the next wait.
-  for (int reads = 0; reads < 64; ++reads) {
-    ssize_t n = ::read(w->descriptor.native_handle(), buf, sizeof buf);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      if (errno != EAGAIN && errno != EWOULDBLOCK)
-        end_reason = w->uri + ": reading inotify events: " + std::strerror(errno);
-      break;
-    }
-    if (n == 0) break;
-    for (ssize_t off = 0; off + static_cast<ssize_t>(sizeof(inotify_event)) <= n;) {
-      inotify_event ev;
-      std::memcpy(&ev, buf + off, sizeof ev);
-      std::string_view name;
-      if (ev.len > 0) name = std::string_view(buf + off + sizeof ev);  // NUL-padded
-      off += static_cast<ssize_t>(sizeof ev + ev.len);
-      if (ev.mask & IN_Q_OVERFLOW) {
-        changed = true;  // events were lost; a read catches up
-      } else if (ev.mask & self_mask) {
-        changed = true;
-        if (end_reason.empty()) {
-          const char* what = w->name.empty() ? "directory" : "parent directory";
-          if (ev.mask & IN_MOVE_SELF)
-            end_reason = w->uri + ": " + what + " moved";
-          else if (ev.mask & IN_UNMOUNT)
-            end_reason = w->uri + ": file system unmounted";
-          else
-            end_reason = w->uri + ": " + what + " removed";
-        }
-      } else if ((ev.mask & change_mask) && (w->name.empty() || name == w->name)) {
-        if (w->name.empty() || !fresh_file_created(w->path, ev.mask)) changed = true;
-      }
-    }
-  }
-  if (changed) {
-    auto updated = w->handlers.updated;
-    if (updated) updated();
-    if (w->closed) return;  // closed, or resubscribed, inside the handler
-  }
-  if (!end_reason.empty()) return w->end(std::move(end_reason));
-  arm(w);
 }
 
 void file_upstream::read(std::function<void(read_outcome)> done) {

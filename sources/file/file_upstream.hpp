@@ -5,8 +5,11 @@
 // A file is watched through its parent directory, filtered by name, so that
 // an atomic replace (write a temp file, rename it over) is seen: the new
 // inode arrives as IN_MOVED_TO, which a watch on the old inode never gets.
-// A directory is watched itself, not recursively: entries created, deleted,
-// moved, closed after writing or changed in their attributes.
+// A directory is watched itself: entries created, deleted, moved, closed
+// after writing or changed in their attributes. With `?recursive=true`
+// every directory beneath it is watched too: one that appears (created or
+// moved in) is watched, and walked for what it already holds; one moved
+// out is no longer watched.
 //
 // Writes count when the writer closes the file (IN_CLOSE_WRITE), not on
 // each IN_MODIFY: a storm of partial writes must not become a storm of reads
@@ -19,16 +22,16 @@
 // The watched directory removed, moved or unmounted ends the subscription
 // (`updated` first, so the vanished content shows up as a change).
 //
-// One inotify instance per subscription: close() closes its descriptor,
-// which drops its watches. (Linux caps instances per user,
-// fs.inotify.max_user_instances, 128 by default; past it subscribe ends
-// with "inotify_init1: Too many open files".)
+// Watches go through the node's one inotify instance (inotify_hub.hpp), so
+// the kernel's cap on instances per user no longer caps the node's file
+// watches; close() removes this subscription's kernel watches.
 
 #include <memory>
 
 #include <boost/asio/io_context.hpp>
 
 #include "sources/file/file_path.hpp"
+#include "sources/file/inotify_hub.hpp"
 #include "sources/upstream.hpp"
 
 namespace tidings::sources::file {
@@ -36,7 +39,10 @@ namespace tidings::sources::file {
 class file_upstream final : public upstream {
  public:
   const char* strategy() const override { return "inotify"; }
-  file_upstream(boost::asio::io_context& io, file_target target, std::shared_ptr<const file_scope> scope);
+  // `hub`: the node's inotify instance; nullptr when it could not be made
+  // (`hub_error` says why, and subscribe() ends with it).
+  file_upstream(boost::asio::io_context& io, file_target target, std::shared_ptr<const file_scope> scope,
+                std::shared_ptr<inotify_hub> hub, std::string hub_error);
   ~file_upstream() override;
 
   file_upstream(const file_upstream&) = delete;
@@ -51,17 +57,16 @@ class file_upstream final : public upstream {
   const file_target& target() const { return target_; }
 
  private:
-  // One subscription's inotify instance. Shared with its pending wait so the
-  // descriptor outlives the wait even when the upstream is destroyed inside
-  // a handler; `closed` silences it.
+  // One subscription: its kernel watches and what it heard. The hub holds
+  // it weakly (and strongly while calling it), so the upstream may be
+  // destroyed inside a handler; `closed` silences it.
   struct watch;
-
-  static void arm(const std::shared_ptr<watch>& w);
-  static void on_readable(const std::shared_ptr<watch>& w);
 
   boost::asio::io_context& io_;
   file_target target_;
   std::shared_ptr<const file_scope> scope_;
+  std::shared_ptr<inotify_hub> hub_;
+  std::string hub_error_;
   std::shared_ptr<watch> watch_;
   // False after close(): posted reads then drop their `done`.
   std::shared_ptr<bool> open_ = std::make_shared<bool>(true);

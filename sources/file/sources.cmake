@@ -3,4 +3,5 @@ list(APPEND TIDINGS_SOURCES_FILES
   file/file_path.cpp
   file/file_read.cpp
   file/file_upstream.cpp
+  file/inotify_hub.cpp
   file/file_connector.cpp)

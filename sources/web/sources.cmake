@@ -5,5 +5,7 @@ list(APPEND TIDINGS_SOURCES_FILES
   web/webhook_upstream.cpp
   web/poll_upstream.cpp
   web/sql_poll_upstream.cpp
+  web/nats_upstream.cpp
   web/web_connector.cpp
   web/webhook_signature.cpp)
+list(APPEND TIDINGS_SOURCES_DEPS PkgConfig::NATS)

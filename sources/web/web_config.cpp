@@ -16,6 +16,8 @@ std::vector<std::string> check_web_config(const web_config& cfg) {
     if (r.kind == strategy::sql_polling && (!r.sql || r.sql->conninfo.empty() || r.sql->query.empty()))
       errors.push_back("resource " + r.uri +
                        ": sql_polling needs url (the database) and query (the tracking query)");
+    if (r.kind == strategy::nats_topic && (!r.nats || r.nats->subject.empty()))
+      errors.push_back("resource " + r.uri + ": nats_topic needs subject");
     if (r.backend) {
       net::http_url url;
       std::string error;

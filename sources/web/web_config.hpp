@@ -39,7 +39,7 @@ struct backend_config {
 // seeds/001).
 inline constexpr std::chrono::milliseconds default_poll_interval{60000};
 
-enum class strategy { webhook, poll, sql_polling };
+enum class strategy { webhook, poll, sql_polling, nats_topic };
 
 // sql_polling (seeds/001): a scalar tracking query run on the interval over
 // libpq, on a monotonic column ("SELECT max(updated_at) FROM orders"); the
@@ -53,6 +53,16 @@ struct sql_poll_config {
   // sslrootcert, sslcert, sslkey and sslmode, as for postgres: upstreams.
   net::tls_settings tls;
   // Bounds connecting and each run of the query.
+  std::chrono::milliseconds timeout{10000};
+};
+
+// nats_topic (seeds/001): any message on the subject means the resource
+// changed; the payload is not inspected.
+struct nats_topic_config {
+  // nats://[user:password@]host:port; several, comma-separated, for a NATS cluster.
+  std::string url = "nats://127.0.0.1:4222";
+  std::string subject;  // wildcards (*, >) as NATS has them
+  // Bounds connecting, subscribing and each reconnect attempt.
   std::chrono::milliseconds timeout{10000};
 };
 
@@ -78,6 +88,8 @@ struct web_resource_config {
   std::optional<signature_config> signature;
   // sql_polling: the database and the tracking query.
   std::optional<sql_poll_config> sql;
+  // nats_topic: the server and the subject.
+  std::optional<nats_topic_config> nats;
   // poll (needs a backend) and sql_polling: raised to web_config::poll_floor when smaller.
   std::chrono::milliseconds interval = default_poll_interval;
 

@@ -11,6 +11,7 @@
 #include "core/resource_routing.hpp"
 #include "logging/log.hpp"
 #include "sources/web/backend_read.hpp"
+#include "sources/web/nats_upstream.hpp"
 #include "sources/web/poll_upstream.hpp"
 #include "sources/web/sql_poll_upstream.hpp"
 #include "sources/web/webhook_upstream.hpp"
@@ -97,6 +98,7 @@ std::unique_ptr<upstream> web_connector::open(const std::string& uri, std::strin
   }
   if (r->kind == strategy::poll) return std::make_unique<poll_upstream>(ioc_, *r);
   if (r->kind == strategy::sql_polling) return std::make_unique<sql_poll_upstream>(ioc_, *r);
+  if (r->kind == strategy::nats_topic) return std::make_unique<nats_upstream>(ioc_, *r);
   if (auto old = live_.find(uri); old != live_.end()) {
     // The registry opens a key again only after the previous source ended;
     // should a close still be on its way, the new upstream takes over.

@@ -152,6 +152,20 @@ int open_inotify_fds() {
   return n;
 }
 
+// The kernel watches held by this process's inotify instances, as
+// /proc/self/fdinfo lists them (one "inotify wd:" line each).
+int kernel_watches() {
+  int n = 0;
+  for (const auto& e : fs::directory_iterator("/proc/self/fd")) {
+    std::error_code ec;
+    if (fs::read_symlink(e.path(), ec).string() != "anon_inode:inotify" || ec) continue;
+    std::ifstream info("/proc/self/fdinfo/" + e.path().filename().string());
+    for (std::string line; std::getline(info, line);)
+      if (line.starts_with("inotify wd:")) ++n;
+  }
+  return n;
+}
+
 nlohmann::json listing(const read_result& r) {
   REQUIRE(r.mime_type == "application/json");
   return nlohmann::json::parse(r.text);
@@ -353,7 +367,7 @@ TEST_CASE("removing a watched directory updates, then ends the subscription", "[
 
 TEST_CASE("a missing path fails the subscription fast", "[file]") {
   fixture f;
-  int inotify_before = open_inotify_fds();
+  int watches_before = kernel_watches();
   auto path = f.tree.root + "/missing.json";
   auto up = f.open(path);  // opening is fine: the path may appear before subscribe
   recorder rec;
@@ -362,7 +376,7 @@ TEST_CASE("a missing path fails the subscription fast", "[file]") {
   CHECK(rec.subscribed == 0);
   REQUIRE(rec.ended.size() == 1);
   CHECK(rec.ended[0] == uri_of(path) + ": No such file or directory");
-  CHECK(open_inotify_fds() == inotify_before);
+  CHECK(kernel_watches() == watches_before);
 
   auto one_off = f.connector_read(uri_of(path));
   CHECK_FALSE(one_off.result);
@@ -435,8 +449,9 @@ TEST_CASE("malformed file URIs say why", "[file]") {
   fixture f;
   CHECK(f.open_error("http://example.com/x").find("not a file:// URI") != std::string::npos);
   CHECK(f.open_error("file://host" + f.tree.root).find("no host") != std::string::npos);
-  CHECK(f.open_error(uri_of(f.tree.root + "/a?b")).find("no query") != std::string::npos);
-  CHECK(f.open_error(uri_of(f.tree.root + "/a#b")).find("no query") != std::string::npos);
+  CHECK(f.open_error(uri_of(f.tree.root + "/a?b")).find("the one query a file URI takes is recursive") !=
+        std::string::npos);
+  CHECK(f.open_error(uri_of(f.tree.root + "/a#b")).find("no fragment") != std::string::npos);
   CHECK(f.open_error(uri_of(f.tree.root + "/bad%zz")).find("percent-encoding") != std::string::npos);
   CHECK(f.open_error(uri_of(f.tree.root + "/nul%00")).find("NUL") != std::string::npos);
   CHECK(f.open_error("file://").find("no path") != std::string::npos);
@@ -487,22 +502,22 @@ TEST_CASE("reads are bounded", "[file]") {
   CHECK(crowded.error.find("more than 3 entries") != std::string::npos);
 }
 
-TEST_CASE("close(): no callback afterwards and the inotify descriptor is gone", "[file]") {
+TEST_CASE("close(): no callback afterwards and its kernel watch is gone", "[file]") {
   fixture f;
   auto path = f.tree.root + "/closing.json";
   write_file(path, "{}");
-  int before = open_inotify_fds();
+  int before = kernel_watches();
   auto up = f.open(path);
   recorder rec;
   f.subscribe(*up, rec);
-  CHECK(open_inotify_fds() == before + 1);
+  CHECK(kernel_watches() == before + 1);
 
   // An event already queued and a read already posted must not come through.
   write_file(path, R"({"late":1})");
   bool read_done = false;
   up->read([&](read_outcome) { read_done = true; });
   up->close();
-  CHECK(open_inotify_fds() == before);
+  CHECK(kernel_watches() == before);
   write_file(path, R"({"later":2})");
   run_ready(f.io);
   CHECK(rec.updated == 0);
@@ -514,7 +529,7 @@ TEST_CASE("close(): no callback afterwards and the inotify descriptor is gone", 
 
 TEST_CASE("closing inside a handler, and resubscribing, are safe", "[file]") {
   fixture f;
-  int inotify_before = open_inotify_fds();
+  int watches_before = kernel_watches();
   auto path = f.tree.root + "/reentrant.json";
   write_file(path, "{}");
   auto up = f.open(path);
@@ -533,14 +548,14 @@ TEST_CASE("closing inside a handler, and resubscribing, are safe", "[file]") {
   write_file(path, "[1]");
   run_ready(f.io);
   CHECK(updates == 1);
-  CHECK(open_inotify_fds() == inotify_before);
+  CHECK(kernel_watches() == watches_before);
 
-  // A second subscribe replaces the first: one descriptor, one set of handlers.
+  // A second subscribe replaces the first: one kernel watch, one set of handlers.
   auto again = f.open(path);
   recorder first, second;
   f.subscribe(*again, first);
   f.subscribe(*again, second);
-  CHECK(open_inotify_fds() == inotify_before + 1);
+  CHECK(kernel_watches() == watches_before + 1);
   write_file(path, "[2]");
   f.await_update(second, 1);
   CHECK(first.updated == 0);
@@ -578,4 +593,142 @@ TEST_CASE("the connector checks its roots and goes quiet after stop()", "[file]"
   later.stop();
   run_ready(io);
   CHECK_FALSE(called);
+}
+
+TEST_CASE("every watch of a node shares one inotify instance, past the kernel's 128 instances per user",
+          "[file]") {
+  fixture f;
+  int instances = open_inotify_fds();
+  // More than fs.inotify.max_user_instances' default, each file in a
+  // directory of its own (a kernel watch each).
+  constexpr int n = 200;
+  std::vector<std::unique_ptr<upstream>> ups;
+  std::vector<recorder> recs(n);
+  for (int i = 0; i < n; ++i) {
+    auto dir = f.tree.root + "/d" + std::to_string(i);
+    fs::create_directory(dir);
+    write_file(dir + "/v.json", "0");
+    ups.push_back(f.open(dir + "/v.json"));
+    f.subscribe(*ups.back(), recs[static_cast<std::size_t>(i)]);
+  }
+  CHECK(open_inotify_fds() <= std::max(instances, 1));
+  write_file(f.tree.root + "/d150/v.json", "1");
+  f.await_update(recs[150], 1);
+  run_ready(f.io);
+  CHECK(recs[149].updated == 0);
+  CHECK(recs[151].updated == 0);
+
+  // Two watches on one directory share its kernel watch, each hearing its
+  // own: the directory's listing and one of its files.
+  auto dir = f.tree.root + "/shared";
+  fs::create_directory(dir);
+  write_file(dir + "/a.json", "1");
+  int before = kernel_watches();
+  auto listing_up = f.open(dir);
+  auto file_up = f.open(dir + "/a.json");
+  recorder listing_rec, file_rec;
+  f.subscribe(*listing_up, listing_rec);
+  f.subscribe(*file_up, file_rec);
+  CHECK(kernel_watches() == before + 1);
+  write_file(dir + "/b.json", "2");
+  f.await_update(listing_rec, 1);
+  run_ready(f.io);
+  CHECK(file_rec.updated == 0);
+  // One leaving keeps the other's watch.
+  listing_up->close();
+  CHECK(kernel_watches() == before + 1);
+  write_file(dir + "/a.json", "3");
+  f.await_update(file_rec, 1);
+  file_up->close();
+  CHECK(kernel_watches() == before);
+}
+
+TEST_CASE("a recursive directory watch sees every directory beneath it, new ones included", "[file]") {
+  fixture f;
+  auto dir = f.tree.root + "/tree";
+  fs::create_directories(dir + "/a/deep");
+  write_file(dir + "/a/deep/x.txt", "x");
+  auto up = f.open(dir + "?recursive=true");
+  recorder rec;
+  f.subscribe(*up, rec);
+  auto names = [&] {
+    std::vector<std::string> out;
+    for (const auto& e : listing(f.read(*up))) out.push_back(e.at("name"));
+    return out;
+  };
+  CHECK(names() == std::vector<std::string>{"a", "a/deep", "a/deep/x.txt"});
+  int watches = kernel_watches();
+
+  // A write two levels down.
+  write_file(dir + "/a/deep/x.txt", "xx");
+  f.await_update(rec, 1);
+  auto deep = listing(f.read(*up));
+  REQUIRE(entry(deep, "a/deep/x.txt"));
+  CHECK(entry(deep, "a/deep/x.txt")->at("sha256") == sha256_hex("xx"));
+
+  // A directory made with content already inside, then written into.
+  int before = rec.updated;
+  fs::create_directories(dir + "/b/c");
+  f.await_update(rec, before + 1);
+  before = rec.updated;
+  write_file(dir + "/b/c/y.txt", "y");
+  f.await_update(rec, before + 1);
+  CHECK(names() == std::vector<std::string>{"a", "a/deep", "a/deep/x.txt", "b", "b/c", "b/c/y.txt"});
+  CHECK(kernel_watches() == watches + 2);
+
+  // Moved out of the tree: no longer part of it, nor watched.
+  before = rec.updated;
+  fs::rename(dir + "/a", f.tree.root + "/moved");
+  f.await_update(rec, before + 1);
+  CHECK(names() == std::vector<std::string>{"b", "b/c", "b/c/y.txt"});
+  before = rec.updated;
+  write_file(f.tree.root + "/moved/deep/x.txt", "gone");
+  run_ready(f.io);
+  CHECK(rec.updated == before);
+  CHECK(kernel_watches() == watches);
+
+  // Moved back in: watched again.
+  fs::rename(f.tree.root + "/moved", dir + "/a2");
+  f.await_update(rec, before + 1);
+  before = rec.updated;
+  write_file(dir + "/a2/deep/x.txt", "back");
+  f.await_update(rec, before + 1);
+  CHECK(entry(listing(f.read(*up)), "a2/deep/x.txt"));
+
+  // A removed subtree is a change, and its watches go with it.
+  before = rec.updated;
+  fs::remove_all(dir + "/b");
+  f.await_update(rec, before + 1);
+  CHECK(names() == std::vector<std::string>{"a2", "a2/deep", "a2/deep/x.txt"});
+  CHECK(rec.ended.empty());
+  up->close();
+}
+
+TEST_CASE("recursive=true names a directory, and a tree past max_dir_entries is refused", "[file]") {
+  file_config small;
+  small.max_dir_entries = 3;
+  fixture f(small);
+  write_file(f.tree.root + "/plain.json", "{}");
+  // Why a subscription to `path` ends.
+  auto ended = [&](const std::string& path) {
+    auto up = f.open(path);
+    recorder rec;
+    up->subscribe(rec.handlers());
+    REQUIRE(run_until(f.io, [&] { return !rec.ended.empty(); }));
+    return rec.ended[0];
+  };
+  CHECK(ended(f.tree.root + "/plain.json?recursive=true").find("recursive=true watches a directory") !=
+        std::string::npos);
+  CHECK(f.connector_read(uri_of(f.tree.root + "/plain.json?recursive=true")).error.find("not one") !=
+        std::string::npos);
+
+  fs::create_directories(f.tree.root + "/big/a/b/c/d");
+  CHECK(ended(f.tree.root + "/big?recursive=true").find("more than 3 directories") != std::string::npos);
+  CHECK(f.connector_read(uri_of(f.tree.root + "/big?recursive=true")).error.find("more than 3 entries") !=
+        std::string::npos);
+  // The canonical URI keeps the flag; recursive=false is the plain watch.
+  CHECK(f.connector->canonical(uri_of(f.tree.root + "/big?recursive=true")) ==
+        file_uri(f.tree.root + "/big") + "?recursive=true");
+  CHECK(f.connector->canonical(uri_of(f.tree.root + "/big?recursive=false")) ==
+        file_uri(f.tree.root + "/big"));
 }
