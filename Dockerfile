@@ -31,12 +31,12 @@ ENTRYPOINT ["etcd"]
 # --- runtime: the shared libraries the two binaries link, nothing else -----
 FROM debian:bookworm-slim
 # The runtime halves of bootstrap's -dev packages (ldd of both binaries;
-# caf-io carries the middleman the cluster talks through), and curl for the
-# healthcheck.
+# caf-io carries the middleman the cluster talks through, caf-openssl its
+# mutual TLS, libnats the nats_topic sources), and curl for the healthcheck.
 RUN apt-get update -qq \
  && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
-      libcaf-core0.17 libcaf-io0.17 libjwt0 liblua5.4-0 libpq5 libprometheus-cpp-core1.0 \
-      libprotobuf32 librocksdb7.8 libssl3 libyaml-cpp0.7 curl \
+      libcaf-core0.17 libcaf-io0.17 libcaf-openssl0.17 libjwt0 liblua5.4-0 libnats3.4 libpq5 \
+      libprometheus-cpp-core1.0 libprotobuf32 librocksdb7.8 libssl3 libyaml-cpp0.7 curl \
  && rm -rf /var/lib/apt/lists/*
 COPY --from=build /out/ /usr/local/bin/
 # A library missing from the list above fails the build here, not at start.

@@ -79,10 +79,12 @@ std::unique_ptr<cluster_member> cluster_member::start(
   auto secret = std::make_shared<const cluster::cluster_secret>(cfg.cluster_secret);
   ncfg.secret = secret;
   // As configured at start: a reload's tenants are not compared (docs/cluster.md).
-  // Members trust one cluster CA, or none: a node with another is refused
-  // as one with other tenants is.
+  // Members run cluster TLS, or none does: a node without it could reach
+  // none of them. (Not the CA itself: a record whose certificate another CA
+  // signed is refused anyway, and a bundle of the old and the new CA lets
+  // the CA be rotated one node at a time.)
   auto security = security_description(cfg.tenants);
-  if (cfg.cluster_tls) security += "\ncluster-ca " + cfg.cluster_tls->ca_fingerprint();
+  if (cfg.cluster_tls) security += "\ncluster-tls";
   ncfg.security = secret->fingerprint(security);
   ncfg.prefix = cfg.etcd_prefix;
   ncfg.lease_seconds = cfg.member_lease_seconds;

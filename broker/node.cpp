@@ -236,7 +236,11 @@ int run_node(const config& cfg) {
       logging::error("node.cluster_tls_failed", {{"error", error}});
       return 1;
     }
-    if (cfg.cluster_tls) warn_if_expiring(*cfg.cluster_tls);
+    if (cfg.cluster_tls) {
+      logging::info("node.cluster_tls", {{"subject", cfg.cluster_tls->subject()},
+                                         {"ca_sha256", cfg.cluster_tls->ca_fingerprint()}});
+      warn_if_expiring(*cfg.cluster_tls);
+    }
   }
   caf::actor_system system{caf_cfg};
   {

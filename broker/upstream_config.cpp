@@ -339,6 +339,23 @@ bool parse_sql_polling(yaml_reader& r, const Node& s, const std::string& spath,
   return true;
 }
 
+// A NATS subject to subscribe to: tokens separated by '.', none empty or
+// holding blanks; '*' is a whole token, '>' the whole last one.
+bool nats_subject(std::string_view subject) {
+  if (subject.empty()) return false;
+  for (std::size_t start = 0;;) {
+    auto dot = subject.find('.', start);
+    auto token = subject.substr(start, dot == std::string_view::npos ? std::string_view::npos : dot - start);
+    bool last = dot == std::string_view::npos;
+    if (token.empty() || token.find_first_of(" \t\r\n") != std::string_view::npos) return false;
+    if ((token.find('*') != std::string_view::npos && token != "*") ||
+        (token.find('>') != std::string_view::npos && (token != ">" || !last)))
+      return false;
+    if (last) return true;
+    start = dot + 1;
+  }
+}
+
 // watch.strategy of type nats_topic: the server and the subject.
 bool parse_nats_topic(yaml_reader& r, const Node& s, const std::string& spath,
                       sources::web::web_resource_config* out) {
@@ -351,16 +368,19 @@ bool parse_nats_topic(yaml_reader& r, const Node& s, const std::string& spath,
   for (std::string_view rest = nats.url; !rest.empty();) {
     auto one = rest.substr(0, rest.find(','));
     rest.remove_prefix(std::min(rest.size(), one.size() + 1));
-    if (!one.starts_with("nats://"))
+    auto host = one.substr(std::min(one.size(), std::string_view("nats://").size()));
+    host = host.substr(host.find('@') == std::string_view::npos ? 0 : host.find('@') + 1);
+    if (!one.starts_with("nats://") || host.empty() || host.front() == ':')
       return r.fail(spath + ".url", "must be nats://HOST:PORT (comma-separated for several servers), not '" +
                                         std::string(one) + "'");
   }
   if (!s["subject"]) return r.fail(spath, "needs subject (e.g. inventory.updates)");
   if (!r.text(s["subject"], spath + ".subject", &nats.subject)) return false;
-  if (nats.subject.empty() || nats.subject.find_first_of(" \t\r\n") != std::string::npos ||
-      nats.subject.front() == '.' || nats.subject.back() == '.' ||
-      nats.subject.find("..") != std::string::npos)
-    return r.fail(spath + ".subject", "must be a NATS subject: tokens separated by '.', no blanks");
+  if (!nats_subject(nats.subject))
+    return r.fail(
+        spath + ".subject",
+        "must be a NATS subject: tokens separated by '.', no blanks; '*' a whole token, '>' the whole "
+        "last one");
   if (s["timeout_ms"] && !r.millis(s["timeout_ms"], spath + ".timeout_ms", &nats.timeout)) return false;
   return true;
 }

@@ -108,6 +108,7 @@ void add_peer(self_ptr self, const member& m, const caf::actor& handle, bool pee
   }
   st.handles[m.id] = handle;
   st.ids[handle.address()] = m.id;
+  st.awaited.erase(m.id);
   self->monitor(handle);
   logging::info("cluster.member_connected", {{"node", m.id}, {"address", m.cluster_address}});
   on_change(self);
@@ -276,6 +277,7 @@ void on_lapsed(self_ptr self, std::int64_t incarnation) {
 void on_tick(self_ptr self) {
   auto& st = self->state;
   dial_unconnected(self);
+  answer_if_settled(self);  // a grace that ran out, with nothing left to dial
   // Retries what a membership change could not finish at once. A peer
   // that had us down dropped our copies and pins: they go out again now
   // and then even when unchanged.
@@ -516,15 +518,26 @@ caf::behavior node(node_actor* self, node_config cfg) {
       [self](join_atom, const caf::actor& peer,
              const std::string& bytes) -> caf::result<caf::actor, std::string> {
         // Meant for this node's gate only, which checked the asker's proof
-        // (a hand-made CAF message could still claim to come from it: the
-        // port must stay private until mutual TLS). The asker dialled us
-        // from the record; we take its handle too when the record lists
-        // that life of it.
+        // (a hand-made CAF message could still claim to come from it
+        // without cluster TLS: then the port must stay private). The asker
+        // dialled us from the record; we take its handle too when the
+        // record lists that life of it.
         auto sender = self->current_sender();
         if (!sender || sender->node() != self->node())
           return caf::make_error(caf::sec::runtime_error, "join refused: not through this node's gate");
         proto::Member p;
-        if (parse(bytes, &p)) add_peer(self, from_proto(p), peer, true);
+        bool parsed = parse(bytes, &p);
+        // With cluster TLS the gate checked the join's signature against
+        // the certificate the join names: it must be the one the record
+        // lists for that member, or this node's handle stays here.
+        if (self->state.cfg.tls) {
+          const auto& st = self->state;
+          auto listed = parsed ? st.table.find(p.id()) : std::nullopt;
+          if (!listed || st.table.state(p.id()) != member_state::up || listed->certificate != p.certificate())
+            return caf::make_error(caf::sec::runtime_error, "join refused: the record lists no member " +
+                                                                p.id() + " with this certificate");
+        }
+        if (parsed) add_peer(self, from_proto(p), peer, true);
         return {caf::actor_cast<caf::actor>(self), encode_members({self->state.table.self()})};
       },
       [self](agreed_atom, const agreed_members_ptr& list) {

@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <openssl/bio.h>
+#include <openssl/err.h>
 #include <openssl/evp.h>
 #include <openssl/pem.h>
 #include <openssl/x509.h>
@@ -10,11 +11,13 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <ctime>
 #include <fstream>
 #include <sstream>
+#include <vector>
 
 #include "cluster/cluster_secret.hpp"
 
@@ -75,15 +78,18 @@ const EVP_MD* digest_for(EVP_PKEY* key) {
   return id == EVP_PKEY_ED25519 || id == EVP_PKEY_ED448 ? nullptr : EVP_sha256();
 }
 
-// Empty when `leaf` chains to the certificates of `store`, is valid now, and
-// may serve both ends of a TLS connection (a member dials and is dialled).
-std::string verify_chain(X509_STORE* store, X509* leaf) {
+// Empty when `leaf` chains to the certificates of `store`, is valid now
+// (with `check_time`), and may serve both ends of a TLS connection (a member
+// dials and is dialled).
+std::string verify_chain(X509_STORE* store, X509* leaf, bool check_time) {
   for (int purpose : {X509_PURPOSE_SSL_SERVER, X509_PURPOSE_SSL_CLIENT}) {
     store_ctx_ptr ctx(X509_STORE_CTX_new());
     if (!ctx || X509_STORE_CTX_init(ctx.get(), store, leaf, nullptr) != 1) return "cannot check certificates";
     X509_STORE_CTX_set_purpose(ctx.get(), purpose);
+    if (!check_time) X509_STORE_CTX_set_flags(ctx.get(), X509_V_FLAG_NO_CHECK_TIME);
     if (X509_verify_cert(ctx.get()) == 1) continue;
     auto err = X509_STORE_CTX_get_error(ctx.get());
+    ERR_clear_error();  // a CAF worker's next SSL call must not read this
     std::string why = X509_verify_cert_error_string(err);
     if (err == X509_V_ERR_INVALID_PURPOSE)
       why +=
@@ -102,7 +108,7 @@ int refuse_passphrase(char*, int, int, void* asked) {
 }  // namespace
 
 struct node_certificate::keys {
-  X509_STORE* store = X509_STORE_new();
+  X509_STORE* store = X509_STORE_new();  // checked in load()
   EVP_PKEY* key = nullptr;
   ~keys() {
     X509_STORE_free(store);
@@ -119,29 +125,40 @@ std::shared_ptr<const node_certificate> node_certificate::load(const std::string
   std::shared_ptr<node_certificate> out(new node_certificate());
   out->keys_ = std::make_unique<keys>();
   auto fail = [why](const std::string& file, const std::string& what) {
+    ERR_clear_error();
     *why = file + ": " + what;
     return nullptr;
   };
+  if (!out->keys_->store) return fail(ca_file, "no memory for a certificate store");
   if (!read_file(ca_file, &out->ca_pem_)) return fail(ca_file, "cannot be read");
   if (!read_file(cert_file, &out->cert_pem_)) return fail(cert_file, "cannot be read");
   if (!read_file(key_file, &out->key_pem_)) return fail(key_file, "cannot be read");
 
-  std::string ca_der;
+  std::vector<std::string> ca_ders;
   auto ca_bio = memory(out->ca_pem_);
   while (x509_ptr ca{PEM_read_bio_X509(ca_bio.get(), nullptr, nullptr, nullptr)}) {
-    ca_der += der_of(ca.get());
+    ca_ders.push_back(der_of(ca.get()));
     X509_STORE_add_cert(out->keys_->store, ca.get());
   }
-  if (ca_der.empty()) return fail(ca_file, "holds no PEM certificate");
+  // The loop ends at the end of the file (no more start lines), or at a
+  // block it cannot read: the certificates after that would be lost.
+  auto reason = ERR_GET_REASON(ERR_peek_last_error());
+  ERR_clear_error();
+  if (reason != PEM_R_NO_START_LINE) return fail(ca_file, "holds a PEM block that is not a certificate");
+  if (ca_ders.empty()) return fail(ca_file, "holds no PEM certificate");
+  // Of the set, not the file's order: a reordered bundle is the same CA.
+  std::sort(ca_ders.begin(), ca_ders.end());
+  std::string all;
+  for (const auto& d : ca_ders) all += d;
   unsigned char digest[EVP_MAX_MD_SIZE];
   unsigned int len = 0;
-  EVP_Digest(ca_der.data(), ca_der.size(), digest, &len, EVP_sha256(), nullptr);
+  EVP_Digest(all.data(), all.size(), digest, &len, EVP_sha256(), nullptr);
   out->ca_fingerprint_ = hex(digest, len);
 
   x509_ptr leaf{PEM_read_bio_X509(memory(out->cert_pem_).get(), nullptr, nullptr, nullptr)};
   if (!leaf) return fail(cert_file, "holds no PEM certificate");
   // Alone, as members check each other's: a record carries no intermediates.
-  if (auto err = verify_chain(out->keys_->store, leaf.get()); !err.empty())
+  if (auto err = verify_chain(out->keys_->store, leaf.get(), true); !err.empty())
     return fail(cert_file, "is not a certificate of the cluster CA in " + ca_file + " (" + err + ")");
 
   bool asked = false;
@@ -154,8 +171,9 @@ std::shared_ptr<const node_certificate> node_certificate::load(const std::string
   out->der_ = der_of(leaf.get());
   out->subject_ = subject_of(leaf.get());
   std::tm tm{};
-  if (ASN1_TIME_to_tm(X509_get0_notAfter(leaf.get()), &tm) == 1)
-    out->not_after_ = std::chrono::system_clock::from_time_t(timegm(&tm));
+  if (ASN1_TIME_to_tm(X509_get0_notAfter(leaf.get()), &tm) != 1)
+    return fail(cert_file, "has an expiry time that cannot be read");
+  out->not_after_ = std::chrono::system_clock::from_time_t(timegm(&tm));
   return out;
 }
 
@@ -178,8 +196,14 @@ std::string node_certificate::sign(std::string_view role,
 
 std::string node_certificate::check_peer(const std::string& der) const {
   auto cert = from_der(der);
-  if (!cert) return "its record carries no certificate";
-  auto err = verify_chain(keys_->store, cert.get());
+  if (!cert) {
+    ERR_clear_error();
+    return "its record carries no certificate";
+  }
+  // Not against this node's clock: TLS refuses an expired certificate at
+  // every connection, and a clock that runs behind must not make a fresh
+  // certificate's record (or this node's own) a stranger's.
+  auto err = verify_chain(keys_->store, cert.get(), false);
   if (err.empty()) return {};
   return "its certificate (" + subject_of(cert.get()) + ") is not one of the cluster CA: " + err;
 }
@@ -189,12 +213,17 @@ bool signed_by(const std::string& der, std::string_view role, std::initializer_l
   auto cert = from_der(der);
   EVP_PKEY* key = cert ? X509_get0_pubkey(cert.get()) : nullptr;
   md_ctx_ptr ctx(EVP_MD_CTX_new());
-  if (!key || !ctx || EVP_DigestVerifyInit(ctx.get(), nullptr, digest_for(key), nullptr, key) != 1)
+  if (!key || !ctx || EVP_DigestVerifyInit(ctx.get(), nullptr, digest_for(key), nullptr, key) != 1) {
+    ERR_clear_error();
     return false;
+  }
   auto message = framed(role, parts);
-  return EVP_DigestVerify(ctx.get(), reinterpret_cast<const unsigned char*>(signature.data()),
-                          signature.size(), reinterpret_cast<const unsigned char*>(message.data()),
-                          message.size()) == 1;
+  bool ok =
+      EVP_DigestVerify(ctx.get(), reinterpret_cast<const unsigned char*>(signature.data()), signature.size(),
+                       reinterpret_cast<const unsigned char*>(message.data()), message.size()) == 1;
+  // A forged signature leaves errors that a CAF worker's next SSL call would read as its own.
+  ERR_clear_error();
+  return ok;
 }
 
 namespace {

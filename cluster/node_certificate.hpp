@@ -21,9 +21,11 @@ namespace tidings::cluster {
 class node_certificate {
  public:
   // Reads the three PEM files and checks them: the certificate (the first
-  // in its file, any intermediates after it) chains to the CA file's
-  // certificates and is valid now, and the key is the certificate's and not
-  // encrypted. nullptr, with *why naming the file and the fault, otherwise.
+  // in its file; intermediates after it are sent in TLS handshakes) chains
+  // to the CA file's certificates alone, as members check each other's
+  // records, is valid now and allowed for serverAuth and clientAuth, and
+  // the key is the certificate's and not encrypted. nullptr, with *why
+  // naming the file and the fault, otherwise.
   static std::shared_ptr<const node_certificate> load(const std::string& ca_file,
                                                       const std::string& cert_file,
                                                       const std::string& key_file, std::string* why);
@@ -33,8 +35,8 @@ class node_certificate {
 
   // This node's certificate (DER), as its member record carries it.
   const std::string& der() const { return der_; }
-  // Lower-case hex SHA-256 over the CA file's certificates (DER): members
-  // of one cluster trust the same CA, so it enters the security fingerprint.
+  // Lower-case hex SHA-256 over the CA file's certificates (DER, as a
+  // set), logged at start so operators can compare the nodes' CAs.
   const std::string& ca_fingerprint() const { return ca_fingerprint_; }
   // The certificate's subject, one line, for log lines.
   const std::string& subject() const { return subject_; }
@@ -46,8 +48,9 @@ class node_certificate {
 
   // The signature of this node's key over framed(role, parts).
   std::string sign(std::string_view role, std::initializer_list<std::string_view> parts) const;
-  // Empty when `der` is a certificate the cluster CA signed and valid now;
-  // otherwise why not.
+  // Empty when `der` is a certificate the cluster CA signed, allowed for
+  // both ends; otherwise why not. Not checked against this node's clock: TLS
+  // refuses an expired certificate at every connection.
   std::string check_peer(const std::string& der) const;
 
  private:

@@ -159,7 +159,7 @@ void apply(registrar_state& st, const std::string& key, const std::string& value
     return refuse(st, key, p.id(), "member " + p.id() + "'s record under another member's key");
   if (opened->security != st.cfg.security)
     return refuse(st, key, p.id(),
-                  "its security configuration (tenants, keys and cluster CA) differs from this node's: "
+                  "its security configuration (tenants, keys and cluster TLS) differs from this node's: "
                   "fingerprint " +
                       short_hex(opened->security) + ", here " + short_hex(st.cfg.security));
   if (st.cfg.tls)

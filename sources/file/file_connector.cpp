@@ -71,7 +71,8 @@ std::string file_connector::canonical(std::string_view uri) const {
 }
 
 std::shared_ptr<inotify_hub> file_connector::hub(std::string* error) {
-  if (!hub_) hub_ = inotify_hub::open(io_, error);
+  // A failed instance hears nothing more: the next upstream gets a new one.
+  if (!hub_ || hub_->failed()) hub_ = inotify_hub::open(io_, error);
   return hub_;
 }
 

@@ -76,8 +76,17 @@ read_outcome read_content(const file_target& target, int fd, const file_config& 
 // with `recursive` its subdirectories' after each, opened relative to their
 // parent without following symlinks: a directory swapped for a symlink to
 // outside the roots is not entered. Consumes `fd`. Empty, or the error.
-std::string list_directory(const file_target& target, int fd, const std::string& prefix, bool recursive,
-                           const file_config& config, std::size_t& hashed, nlohmann::json& out) {
+// What one listing has used so far, across every directory it walks.
+struct listing_budget {
+  std::size_t entries = 0;  // read from every directory, listed or not yet
+  std::size_t hashed = 0;   // bytes of content hashed
+};
+
+// A recursive listing goes no deeper: the walk keeps one directory open per level.
+constexpr int max_listing_depth = 64;
+
+std::string list_directory(const file_target& target, int fd, const std::string& prefix, int depth,
+                           const file_config& config, listing_budget& budget, nlohmann::json& out) {
   DIR* dir = ::fdopendir(fd);
   if (!dir) {
     auto message = target.uri + ": " + std::strerror(errno);
@@ -94,10 +103,11 @@ std::string list_directory(const file_target& target, int fd, const std::string&
   while (dirent* d = ::readdir(dir)) {
     std::string_view name = d->d_name;
     if (name == "." || name == "..") continue;
-    if (out.size() + entries.size() == config.max_dir_entries) {
+    if (budget.entries == config.max_dir_entries) {
       error = target.uri + ": more than " + std::to_string(config.max_dir_entries) + " entries";
       break;
     }
+    ++budget.entries;
     entry e{std::string(name), {}};
     // Gone between readdir and fstatat: as if listed a moment later.
     if (::fstatat(::dirfd(dir), e.name.c_str(), &e.st, AT_SYMLINK_NOFOLLOW) == 0)
@@ -117,13 +127,13 @@ std::string list_directory(const file_target& target, int fd, const std::string&
     if (S_ISREG(e.st.st_mode)) {
       type = "file";
       auto size = static_cast<std::size_t>(e.st.st_size);
-      if (size <= config.max_file_bytes && hashed + size <= config.max_listing_hash_bytes) {
+      if (size <= config.max_file_bytes && budget.hashed + size <= config.max_listing_hash_bytes) {
         fd_guard f(::openat(::dirfd(dir), e.name.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK));
         struct stat now {};
         std::string content;
         if (f.get() >= 0 && ::fstat(f.get(), &now) == 0 && S_ISREG(now.st_mode) &&
             slurp(f.get(), config.max_file_bytes, content) == slurp_status::ok) {
-          hashed += content.size();
+          budget.hashed += content.size();
           sha = sha256_hex(content);
         }
       }
@@ -137,10 +147,20 @@ std::string list_directory(const file_target& target, int fd, const std::string&
                    {"mtime_ms", mtime_ms(e.st)},
                    {"sha256", std::move(sha)},
                    {"type", type}});
-    if (!recursive || !S_ISDIR(e.st.st_mode)) continue;
+    if (!target.recursive || !S_ISDIR(e.st.st_mode)) continue;
+    if (depth == max_listing_depth) {
+      error = target.uri + ": deeper than " + std::to_string(max_listing_depth) + " directories";
+      break;
+    }
     int sub = ::openat(::dirfd(dir), e.name.c_str(), O_RDONLY | O_CLOEXEC | O_DIRECTORY | O_NOFOLLOW);
-    if (sub < 0) continue;  // gone, or no longer a directory: as if listed a moment later
-    error = list_directory(target, sub, prefix + e.name + "/", true, config, hashed, out);
+    if (sub < 0) {
+      // Gone, or no longer a directory (a symlink now): as if listed a
+      // moment later. Anything else would list a tree with holes.
+      if (errno == ENOENT || errno == ENOTDIR || errno == ELOOP) continue;
+      error = target.uri + ": " + prefix + e.name + ": " + std::strerror(errno);
+      break;
+    }
+    error = list_directory(target, sub, prefix + e.name + "/", depth + 1, config, budget, out);
     if (!error.empty()) break;
   }
   ::closedir(dir);
@@ -149,8 +169,8 @@ std::string list_directory(const file_target& target, int fd, const std::string&
 
 read_outcome read_listing(const file_target& target, int fd, const file_config& config) {
   auto out = nlohmann::json::array();
-  std::size_t hashed = 0;
-  auto error = list_directory(target, fd, "", target.recursive, config, hashed, out);
+  listing_budget budget;
+  auto error = list_directory(target, fd, "", 0, config, budget, out);
   if (!error.empty()) return read_outcome::failed(std::move(error));
   // By path: "a", "a-b", "a/x" (a walk visits "a/x" before "a-b").
   if (target.recursive)

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include <dirent.h>
+#include <fcntl.h>
 #include <sys/inotify.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -26,6 +27,8 @@ constexpr std::uint32_t change_mask =
     IN_CREATE | IN_DELETE | IN_MOVED_FROM | IN_MOVED_TO | IN_CLOSE_WRITE | IN_ATTRIB;
 // The watched directory itself going away.
 constexpr std::uint32_t self_mask = IN_DELETE_SELF | IN_MOVE_SELF | IN_UNMOUNT | IN_IGNORED;
+// A recursive watch goes no deeper: a walk keeps one directory open per level.
+constexpr int max_depth = 64;
 
 // Whether IN_CREATE made the watched name a new regular file. Its
 // IN_CLOSE_WRITE follows when the writer is done; reading now would report
@@ -49,33 +52,54 @@ struct file_upstream::watch final : inotify_listener {
 
   void stop() {
     closed = true;
-    for (const auto& [wd, dir] : dirs) hub->remove(wd, this);
-    dirs.clear();
+    unwatch_all();
   }
 
-  // Watches `dir` and, recursively, the directories beneath it (never
-  // through a symlink). False with `end_reason` set when that cannot be.
-  bool watch_tree(const std::string& dir) {
+  void unwatch_all() {
+    for (const auto& [wd, dir] : dirs) hub->remove(wd, this);
+    dirs.clear();
+    by_path.clear();
+  }
+
+  // Watches `dir` and, recursively, the directories beneath it. Never
+  // through a symlink: the watch does not follow one (IN_DONT_FOLLOW), the
+  // walk opens each directory with O_NOFOLLOW, and a directory whose real
+  // path left the roots (a parent swapped for a symlink) is not watched.
+  // False with `end_reason` set when the tree cannot be watched.
+  bool watch_tree(const std::string& dir, int depth) {
+    if (depth > max_depth) {
+      end_reason = uri + ": deeper than " + std::to_string(max_depth) + " directories";
+      return false;
+    }
+    auto real = real_path(dir);
+    if (!real || *real != dir || !under_roots(*real, *roots)) return true;  // moved, gone or swapped
     std::string error;
-    int wd = hub->add(dir, change_mask | self_mask | IN_ONLYDIR, shared(), &error);
+    int err = 0;
+    int wd = hub->add(dir, change_mask | self_mask | IN_ONLYDIR | IN_DONT_FOLLOW, shared(), &error, &err);
     if (wd < 0) {
       // Gone again before it was watched: its removal is a change already.
-      if (errno == ENOENT || errno == ENOTDIR) return true;
+      if (err == ENOENT || err == ENOTDIR) return true;
       end_reason = uri + ": " + dir + ": " + error;
       return false;
     }
     dirs[wd] = dir;
+    by_path[dir] = wd;
     if (dirs.size() > max_dirs) {
       end_reason = uri + ": more than " + std::to_string(max_dirs) + " directories beneath it";
       return false;
     }
-    return watch_children(dir);
+    return watch_children(dir, depth);
   }
 
-  // The directories in `dir` not watched yet, recursively.
-  bool watch_children(const std::string& dir) {
-    DIR* d = ::opendir(dir.c_str());
-    if (!d) return true;  // removed meanwhile: its IN_IGNORED follows
+  // The directories in `dir` (watched already or not), recursively: those
+  // not watched get their watches.
+  bool watch_children(const std::string& dir, int depth) {
+    int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    DIR* d = fd < 0 ? nullptr : ::fdopendir(fd);
+    if (!d) {
+      if (fd >= 0) ::close(fd);
+      return true;  // removed meanwhile: its IN_IGNORED follows
+    }
     std::vector<std::string> subdirs;
     while (dirent* e = ::readdir(d)) {
       std::string_view n = e->d_name;
@@ -88,25 +112,24 @@ struct file_upstream::watch final : inotify_listener {
       if (is_dir) subdirs.push_back(dir + "/" + std::string(n));
     }
     ::closedir(d);
-    for (const auto& sub : subdirs)
-      if (!watched(sub) && !watch_tree(sub)) return false;
+    for (const auto& sub : subdirs) {
+      bool ok = by_path.contains(sub) ? watch_children(sub, depth + 1) : watch_tree(sub, depth + 1);
+      if (!ok) return false;
+    }
     return true;
-  }
-
-  bool watched(const std::string& dir) const {
-    return std::any_of(dirs.begin(), dirs.end(), [&](const auto& d) { return d.second == dir; });
   }
 
   // A directory moved out of the tree keeps its kernel watches, which would
   // report on it from wherever it went.
   void unwatch_tree(const std::string& dir) {
-    for (auto it = dirs.begin(); it != dirs.end();) {
-      if (it->second == dir || it->second.starts_with(dir + "/")) {
-        hub->remove(it->first, this);
-        it = dirs.erase(it);
-      } else {
+    for (auto it = by_path.lower_bound(dir); it != by_path.end();) {
+      if (it->first != dir && !it->first.starts_with(dir + "/")) {
         ++it;
+        continue;
       }
+      hub->remove(it->second, this);
+      dirs.erase(it->second);
+      it = by_path.erase(it);
     }
   }
 
@@ -115,7 +138,7 @@ struct file_upstream::watch final : inotify_listener {
     if (wd < 0) {
       changed = true;  // events were lost; a read catches up
       // and directories made meanwhile get their watches.
-      if (recursive && !dirs.empty() && !watch_children(dirs.at(root))) stop_watching();
+      if (recursive && dirs.contains(root) && !watch_children(dirs.at(root), 0)) unwatch_all();
       return;
     }
     auto dir = dirs.find(wd);
@@ -127,6 +150,7 @@ struct file_upstream::watch final : inotify_listener {
     } else {
       changed = changed || (mask & (change_mask | self_mask)) != 0;
       if (mask & IN_IGNORED) {
+        by_path.erase(dir->second);
         dirs.erase(dir);
         return;
       }
@@ -134,7 +158,8 @@ struct file_upstream::watch final : inotify_listener {
     if (!recursive || !(mask & IN_ISDIR) || entry.empty()) return;
     auto sub = dir->second + "/" + std::string(entry);
     if (mask & (IN_CREATE | IN_MOVED_TO)) {
-      if (!watch_tree(sub)) stop_watching();
+      changed = true;
+      if (!watch_tree(sub, depth_of(sub))) unwatch_all();
     } else if (mask & IN_MOVED_FROM) {
       unwatch_tree(sub);
     }
@@ -152,11 +177,11 @@ struct file_upstream::watch final : inotify_listener {
       end_reason = uri + ": " + what + " removed";
   }
 
-  // The subscription ends at the end of the batch; no more events count.
-  void stop_watching() {
-    changed = true;
-    for (const auto& [wd, dir] : dirs) hub->remove(wd, this);
-    dirs.clear();
+  // How far below the watched directory `dir` is.
+  int depth_of(const std::string& dir) const {
+    const auto& top = dirs.at(root);
+    return static_cast<int>(
+        std::count(dir.begin() + static_cast<std::ptrdiff_t>(top.size()), dir.end(), '/'));
   }
 
   void on_inotify_batch_end() override {
@@ -184,10 +209,12 @@ struct file_upstream::watch final : inotify_listener {
   std::string path;  // its real path
   bool recursive = false;
   std::size_t max_dirs = 0;
-  int root = -1;                    // the watch of the directory (or the file's parent)
-  std::map<int, std::string> dirs;  // every watch held, by descriptor: its directory
-  bool changed = false;             // in this batch
-  std::string end_reason;           // at the end of this batch
+  const std::vector<std::string>* roots = nullptr;  // the scope's, real paths
+  int root = -1;                                    // the watch of the directory (or the file's parent)
+  std::map<int, std::string> dirs;                  // every watch held, by descriptor: its directory
+  std::map<std::string, int> by_path;               // and back
+  bool changed = false;                             // in this batch
+  std::string end_reason;                           // at the end of this batch
   bool closed = false;
 };
 
@@ -214,14 +241,15 @@ void file_upstream::subscribe(handlers h) {
   w->uri = target_.uri;
   w->recursive = target_.recursive;
   w->max_dirs = scope_->config.max_dir_entries;
+  w->roots = &scope_->real_roots;
   watch_ = w;
   // Both outcomes are posted: a caller may not expect its handler to run
-  // inside subscribe().
+  // inside subscribe(). A close() or a new subscribe() before the post runs
+  // silences it.
   auto fail = [&](std::string reason) {
-    w->closed = true;
+    w->unwatch_all();
     boost::asio::post(io_, [w, reason = std::move(reason)]() mutable {
-      auto ended = w->handlers.ended;
-      if (ended) ended(std::move(reason));
+      if (!w->closed) w->end(std::move(reason));
     });
   };
   if (!hub_) return fail(target_.uri + ": " + hub_error_);
@@ -251,11 +279,8 @@ void file_upstream::subscribe(handlers h) {
   w->root = hub_->add(dir, mask, w, &error);
   if (w->root < 0) return fail(target_.uri + ": " + error);
   w->dirs[w->root] = dir;
-  if (w->recursive && !w->watch_children(dir)) {
-    auto reason = std::move(w->end_reason);
-    w->stop();
-    return fail(std::move(reason));
-  }
+  w->by_path[dir] = w->root;
+  if (w->recursive && !w->watch_children(dir, 0)) return fail(std::move(w->end_reason));
   boost::asio::post(io_, [w] {
     if (w->closed) return;
     auto subscribed = w->handlers.subscribed;

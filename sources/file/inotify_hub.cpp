@@ -42,15 +42,18 @@ std::shared_ptr<inotify_hub> inotify_hub::open(boost::asio::io_context& io, std:
 }
 
 int inotify_hub::add(const std::string& path, std::uint32_t mask,
-                     const std::shared_ptr<inotify_listener>& listener, std::string* error) {
+                     const std::shared_ptr<inotify_listener>& listener, std::string* error, int* err) {
   if (failed_) {
+    if (err) *err = EIO;
     *error = "inotify: the node's instance failed";
     return -1;
   }
   // Added to what other listeners of this inode asked for, not replacing it.
   int wd = ::inotify_add_watch(descriptor_.native_handle(), path.c_str(), mask | IN_MASK_ADD);
   if (wd < 0) {
-    *error = std::string("inotify_add_watch: ") + std::strerror(errno);
+    int e = errno;
+    if (err) *err = e;
+    *error = std::string("inotify_add_watch: ") + std::strerror(e);
     return -1;
   }
   watches_[wd].push_back({listener, listener.get(), mask});
@@ -78,6 +81,8 @@ void inotify_hub::arm() {
 
 void inotify_hub::fail(const std::string& why) {
   failed_ = true;
+  boost::system::error_code ignored;
+  descriptor_.close(ignored);  // its kernel watches go with it
   auto watches = std::move(watches_);
   watches_.clear();
   for (auto& [wd, subs] : watches)
@@ -118,9 +123,12 @@ void inotify_hub::on_readable() {
       if (ev.len > 0) name = std::string_view(buf + off + sizeof ev);  // NUL-padded
       off += static_cast<ssize_t>(sizeof ev + ev.len);
       if (ev.mask & IN_Q_OVERFLOW) {
-        // Events were lost, whose is unknown: everyone reads again.
+        // Events were lost, whose is unknown: every listener (once) reads again.
         std::vector<subscriber> all;
-        for (const auto& [wd, subs] : watches_) all.insert(all.end(), subs.begin(), subs.end());
+        for (const auto& [wd, subs] : watches_)
+          for (const auto& s : subs)
+            if (std::none_of(all.begin(), all.end(), [&](const subscriber& a) { return a.key == s.key; }))
+              all.push_back(s);
         for (const auto& s : all) deliver(s, -1, ev.mask, {});
         continue;
       }

@@ -50,15 +50,17 @@ class inotify_hub : public std::enable_shared_from_this<inotify_hub> {
   inotify_hub& operator=(const inotify_hub&) = delete;
 
   // Watches `path` with `mask` for `listener`: its watch descriptor, or -1
-  // with *error ("inotify_add_watch: ..."). The listener must remove() it,
-  // or be gone (its weak pointer expired) before the watch's next event.
+  // with *error ("inotify_add_watch: ...") and *err (the errno). The
+  // listener must remove() it, or be gone (its weak pointer expired).
   int add(const std::string& path, std::uint32_t mask, const std::shared_ptr<inotify_listener>& listener,
-          std::string* error);
+          std::string* error, int* err = nullptr);
   // `listener` hears no more of `wd`.
   void remove(int wd, const inotify_listener* listener);
 
   // Kernel watches held, for the tests and metrics.
   std::size_t watches() const { return watches_.size(); }
+  // Reading the instance failed: it hears nothing more (make another).
+  bool failed() const { return failed_; }
 
  private:
   explicit inotify_hub(boost::asio::io_context& io);

@@ -2,6 +2,7 @@
 
 #include <nats/nats.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdint>
@@ -79,9 +80,11 @@ struct bridge_table {
   std::uintptr_t next = 1;
 };
 
+// Never destroyed: libnats' threads may still look a bridge up while the
+// process exits.
 bridge_table& table() {
-  static bridge_table t;
-  return t;
+  static auto* t = new bridge_table;
+  return *t;
 }
 
 std::uintptr_t enlist(const bridge_ptr& b) {
@@ -114,7 +117,7 @@ void nats_message(natsConnection*, natsSubscription*, natsMsg* msg, void* closur
   b->post([b] {
     b->posted = false;
     auto n = b->unread.exchange(0);
-    if (b->owner && n > 0) b->owner->on_messages(n);
+    if (b->owner && b->owner->subscribed() && n > 0) b->owner->on_messages(n);
   });
 }
 
@@ -125,7 +128,7 @@ void nats_disconnected(natsConnection* nc, void* closure) {
   natsConnection_GetLastError(nc, &text);
   std::string why = text && *text ? text : "the connection was lost";
   b->post([b, why] {
-    if (b->owner) b->owner->on_disconnected(why);
+    if (b->owner && b->owner->subscribed()) b->owner->on_disconnected(why);
   });
 }
 
@@ -133,7 +136,7 @@ void nats_reconnected(natsConnection*, void* closure) {
   auto b = find(closure);
   if (!b) return;
   b->post([b] {
-    if (b->owner) b->owner->on_reconnected();
+    if (b->owner && b->owner->subscribed()) b->owner->on_reconnected();
   });
 }
 
@@ -157,7 +160,9 @@ nats_upstream::~nats_upstream() {
 }
 
 void nats_upstream::subscribe(handlers h) {
+  if (closed_) return;
   handlers_ = std::move(h);
+  subscribed_ = false;
   close_bridge();
   auto b = std::make_shared<bridge>(ioc_);
   b->owner = this;
@@ -168,7 +173,8 @@ void nats_upstream::subscribe(handlers h) {
   // Connecting blocks (up to the timeout): on a thread of its own, which
   // hands the connection over unless the upstream closed meanwhile.
   std::thread([b, id, url = cfg.url, subject = cfg.subject, timeout = cfg.timeout.count()] {
-    auto* closure = reinterpret_cast<void*>(id);
+    // A number in pointer's clothing, never dereferenced: find() looks it up.
+    auto* closure = reinterpret_cast<void*>(id);  // NOLINT(performance-no-int-to-ptr)
     natsOptions* opts = nullptr;
     natsConnection* conn = nullptr;
     natsSubscription* sub = nullptr;
@@ -189,17 +195,21 @@ void nats_upstream::subscribe(handlers h) {
     if (s != NATS_OK && error.empty()) error = "cannot subscribe to " + subject + ": " + describe(s);
     natsOptions_Destroy(opts);
     std::lock_guard lock(b->mutex);
-    if (b->closed || !error.empty()) {
+    const bool cancelled = b->closed;
+    if (cancelled || !error.empty()) {
+      // Nothing of this connection reaches the upstream any more (its
+      // disconnect as it is destroyed included); the error below does.
+      b->closed = true;
       destroy_later(conn, sub);
       conn = nullptr;
       sub = nullptr;
     }
     b->conn = conn;
     b->sub = sub;
-    if (b->closed) return;
+    if (cancelled) return;
+    // Under the mutex, as every post: close() cannot come in between.
     boost::asio::post(b->ioc, [b, error] {
-      if (!b->owner) return;
-      b->owner->on_connected(error);
+      if (b->owner) b->owner->on_connected(error);
     });
   }).detach();
 }
@@ -209,12 +219,15 @@ void nats_upstream::on_connected(const std::string& error) {
     if (handlers_.ended) handlers_.ended(resource_.uri + ": " + error);
     return;
   }
+  subscribed_ = true;
   if (handlers_.subscribed) handlers_.subscribed();
 }
 
 void nats_upstream::on_messages(std::uint64_t count) {
+  // A flood between two handoffs: the log keeps the newest anyway, and
+  // what it drops, a reader behind it sees as a GAP.
   if (!resource_.backend)
-    for (std::uint64_t i = 0; i < count; ++i)
+    for (std::uint64_t i = 0; i < std::min<std::uint64_t>(count, max_events_kept); ++i)
       append({{"type", "CHANGED"}, {"key", ""}, {"received_ms", now_ms()}});
   if (handlers_.updated) handlers_.updated();
 }

@@ -44,6 +44,8 @@ class nats_upstream final : public upstream {
 
   // What libnats' threads hand over (nats_upstream.cpp).
   struct bridge;
+  // The subscription is in place: what the connection reports counts from now on.
+  bool subscribed() const { return subscribed_; }
   // On the sources thread, from the bridge.
   void on_connected(const std::string& error);
   void on_messages(std::uint64_t count);
@@ -64,6 +66,7 @@ class nats_upstream final : public upstream {
   std::shared_ptr<net::http_call> reading_;
   std::deque<nlohmann::json> events_;  // without a backend: the newest, by seq
   std::uint64_t next_seq_ = 1;
+  bool subscribed_ = false;
   bool closed_ = false;
 };
 

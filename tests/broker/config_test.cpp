@@ -689,6 +689,49 @@ TEST_CASE("an HTTPS listener: tls-listen, tls-cert and tls-key together, the key
             .find("tls-listen: refusing to listen on 0.0.0.0:8443: without tenants") != std::string::npos);
 }
 
+TEST_CASE("nats_topic: a server and a subject, each checked at start", "[config]") {
+  auto resource = [](const std::string& strategy) {
+    return "upstreams:\n  resources:\n    - uri: bus://inventory\n      watch: {strategy: {type: nats_topic" +
+           strategy + "}}\n";
+  };
+  temp_file file(
+      resource(", url: \"nats://10.0.0.5:4222,nats://u:p@10.0.0.6:4222\", subject: \"inventory.*.>\", "
+               "timeout_ms: 2000"));
+  auto r = parsed({"--config", file.path()}).upstreams.web.resources.at(0);
+  CHECK(r.kind == tidings::sources::web::strategy::nats_topic);
+  CHECK_FALSE(r.polled());
+  REQUIRE(r.nats);
+  CHECK(r.nats->url == "nats://10.0.0.5:4222,nats://u:p@10.0.0.6:4222");
+  CHECK(r.nats->subject == "inventory.*.>");
+  CHECK(r.nats->timeout == std::chrono::seconds(2));
+  file.write(resource(", subject: orders"));
+  CHECK(parsed({"--config", file.path()}).upstreams.web.resources.at(0).nats->url == "nats://127.0.0.1:4222");
+
+  const std::string at = "upstreams.resources[0].watch.strategy";
+  auto error_for = [&](const std::string& strategy) {
+    file.write(resource(strategy));
+    return parse_error({"--config", file.path()});
+  };
+  CHECK(error_for("").find(at + ": needs subject") != std::string::npos);
+  for (const char* bad : {"a.>.b", "foo*", "a..b", ".a", "a b"}) {
+    INFO(bad);
+    CHECK(
+        error_for(std::string(", subject: \"") + bad + "\"").find(at + ".subject: must be a NATS subject") !=
+        std::string::npos);
+  }
+  for (const char* bad : {"http://127.0.0.1:4222", "nats://", "nats://:4222"}) {
+    INFO(bad);
+    CHECK(error_for(std::string(", subject: a, url: \"") + bad + "\"")
+              .find(at + ".url: must be nats://HOST:PORT") != std::string::npos);
+  }
+  CHECK(error_for(", subject: a, interval_ms: 100").find(at + ".interval_ms: does not apply") !=
+        std::string::npos);
+  file.write(
+      "upstreams:\n  resources:\n    - uri: bus://x\n      watch: {strategy: {type: webhook, subject: a}}\n");
+  CHECK(parse_error({"--config", file.path()}).find(at + ".subject: is for nats_topic only") !=
+        std::string::npos);
+}
+
 TEST_CASE("sql_polling: a database and a tracking query, polled no faster than the floor", "[config]") {
   auto resource = [](const std::string& strategy) {
     return "upstreams:\n  resources:\n    - uri: db://orders\n      watch: {strategy: {type: sql_polling" +

@@ -1,6 +1,6 @@
 // Issue 28, item 5 (ADR 0024): a process pointed at a cluster's etcd and
 // ports is no member unless it holds the cluster's secret, and a member
-// whose security configuration (tenants, keys and cluster CA) differs is refused too.
+// whose security configuration (tenants, keys and cluster TLS) differs is refused too.
 // Either way the members log who they refused and why, keep their streams
 // among themselves, and the odd one out says so and serves no stream: it
 // is never handed a tenant's events nor later publishes.
@@ -120,7 +120,7 @@ TEST_CASE(
          "      - {kid: k1, alg: HS256, secret: \"acme-secret-0123456789abcdef0123\"}\n";
   auto odd =
       outsider(g.cluster, g.dir, g.cluster.secret(), {"--config", (g.dir.path() / "tidings.yaml").string()});
-  expect_refused(g.cluster, *odd, g.stream, "security configuration (tenants, keys and cluster CA) differs",
+  expect_refused(g.cluster, *odd, g.stream, "security configuration (tenants, keys and cluster TLS) differs",
                  false);
 }
 

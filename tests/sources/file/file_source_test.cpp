@@ -378,6 +378,14 @@ TEST_CASE("a missing path fails the subscription fast", "[file]") {
   CHECK(rec.ended[0] == uri_of(path) + ": No such file or directory");
   CHECK(kernel_watches() == watches_before);
 
+  // Closed before the failure is delivered: nothing is.
+  auto closing = f.open(path);
+  recorder quiet;
+  closing->subscribe(quiet.handlers());
+  closing->close();
+  run_ready(f.io);
+  CHECK(quiet.ended.empty());
+
   auto one_off = f.connector_read(uri_of(path));
   CHECK_FALSE(one_off.result);
   CHECK(one_off.error == uri_of(path) + ": No such file or directory");
@@ -694,6 +702,23 @@ TEST_CASE("a recursive directory watch sees every directory beneath it, new ones
   write_file(dir + "/a2/deep/x.txt", "back");
   f.await_update(rec, before + 1);
   CHECK(entry(listing(f.read(*up)), "a2/deep/x.txt"));
+
+  // A symlink in the tree is listed, not followed, and not watched: what
+  // it points at (outside the roots) changes nothing.
+  fs::create_directory(f.tree.outside + "/secret");
+  before = rec.updated;
+  fs::create_directory_symlink(f.tree.outside + "/secret", dir + "/link");
+  f.await_update(rec, before + 1);
+  auto with_link = listing(f.read(*up));
+  REQUIRE(entry(with_link, "link"));
+  CHECK(entry(with_link, "link")->at("type") == "symlink");
+  before = rec.updated;
+  write_file(f.tree.outside + "/secret/s.txt", "s");
+  run_ready(f.io);
+  CHECK(rec.updated == before);
+  CHECK_FALSE(entry(listing(f.read(*up)), "link/s.txt"));
+  fs::remove(dir + "/link");
+  f.await_update(rec, before + 1);
 
   // A removed subtree is a change, and its watches go with it.
   before = rec.updated;
