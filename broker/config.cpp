@@ -527,9 +527,11 @@ std::optional<std::string> apply_file(config& c, const std::string& path) {
   for (const auto& [key, group] : setting_mappings())
     if (root[key])
       for (const auto& name : group.names)
-        if (root[group.prefix + name])
-          return where + ": " + group.prefix + name + ": is given in " + key + ": too; keep one (" +
-                 group.shape + ")";
+        if (root[group.prefix + name]) {
+          std::string out = where;
+          out.append(": ").append(group.prefix).append(name).append(": is given in ").append(key);
+          return out.append(": too; keep one (").append(group.shape).append(")");
+        }
   return std::nullopt;
 }
 
