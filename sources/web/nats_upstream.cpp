@@ -153,7 +153,7 @@ void destroy_later(natsConnection* conn, natsSubscription* sub) {
 }  // namespace
 
 nats_upstream::nats_upstream(boost::asio::io_context& ioc, const web_resource_config& resource)
-    : ioc_(ioc), resource_(resource) {}
+    : ioc_(ioc), resource_(resource), events_(max_events_kept) {}
 
 nats_upstream::~nats_upstream() {
   close();
@@ -228,7 +228,7 @@ void nats_upstream::on_messages(std::uint64_t count) {
   // what it drops, a reader behind it sees as a GAP.
   if (!resource_.backend)
     for (std::uint64_t i = 0; i < std::min<std::uint64_t>(count, max_events_kept); ++i)
-      append({{"type", "CHANGED"}, {"key", ""}, {"received_ms", now_ms()}});
+      events_.append({{"type", "CHANGED"}, {"key", ""}, {"received_ms", now_ms()}});
   if (handlers_.updated) handlers_.updated();
 }
 
@@ -241,25 +241,16 @@ void nats_upstream::on_reconnected() {
   logging::info("source.nats_reconnected", {{"uri", resource_.uri}});
   // Core NATS keeps nothing for a subscriber that was away.
   if (!resource_.backend)
-    append({{"type", "GAP"},
-            {"key", ""},
-            {"reason", "reconnected to NATS: messages published while disconnected are lost"}});
+    events_.append({{"type", "GAP"},
+                    {"key", ""},
+                    {"reason", "reconnected to NATS: messages published while disconnected are lost"}});
   if (handlers_.updated) handlers_.updated();
-}
-
-void nats_upstream::append(nlohmann::json event) {
-  event["seq"] = next_seq_++;
-  events_.push_back(std::move(event));
-  if (events_.size() > max_events_kept) events_.pop_front();
 }
 
 void nats_upstream::read(std::function<void(read_outcome)> done) {
   if (closed_) return;
-  if (!resource_.backend) {
-    nlohmann::json body = {{"events", nlohmann::json::array()}};
-    for (const auto& e : events_) body["events"].push_back(e);
-    return done(read_outcome::ok({std::string(core::event_log_mime_type), body.dump()}));
-  }
+  if (!resource_.backend)
+    return done(read_outcome::ok({std::string(core::event_log_mime_type), events_.text()}));
   reading_ = read_backend(ioc_, resource_, std::move(done));
 }
 

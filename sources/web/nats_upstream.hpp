@@ -18,7 +18,6 @@
 // backend the read is the backend's body, diffed as state.
 
 #include <cstdint>
-#include <deque>
 #include <functional>
 #include <memory>
 #include <string>
@@ -26,6 +25,7 @@
 #include <boost/asio/io_context.hpp>
 #include <nlohmann/json.hpp>
 
+#include "sources/postgres/postgres_events.hpp"
 #include "sources/upstream.hpp"
 #include "sources/web/web_config.hpp"
 
@@ -53,7 +53,6 @@ class nats_upstream final : public upstream {
   void on_reconnected();
 
  private:
-  void append(nlohmann::json event);
   // Ends the bridge of the last subscribe: its connection is destroyed, and
   // nothing it had on the way reaches this upstream.
   void close_bridge();
@@ -64,8 +63,7 @@ class nats_upstream final : public upstream {
   std::shared_ptr<bridge> bridge_;
   std::uintptr_t bridge_id_ = 0;  // its number for libnats' callbacks
   std::shared_ptr<net::http_call> reading_;
-  std::deque<nlohmann::json> events_;  // without a backend: the newest, by seq
-  std::uint64_t next_seq_ = 1;
+  postgres::event_ring events_;  // without a backend: the newest, by seq
   bool subscribed_ = false;
   bool closed_ = false;
 };
