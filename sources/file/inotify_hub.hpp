@@ -57,8 +57,6 @@ class inotify_hub : public std::enable_shared_from_this<inotify_hub> {
   // `listener` hears no more of `wd`.
   void remove(int wd, const inotify_listener* listener);
 
-  // Kernel watches held, for the tests and metrics.
-  std::size_t watches() const { return watches_.size(); }
   // Reading the instance failed: it hears nothing more (make another).
   bool failed() const { return failed_; }
 
