@@ -71,8 +71,7 @@ TEST_CASE(
   // The server goes away: the source says so, keeps its session, and when
   // the server is back a GAP says messages may have been missed.
   nats.stop();
-  REQUIRE(poll_until(
-      10s, [&] { return node.log().find("\"event\":\"source.nats_disconnected\"") != std::string::npos; }));
+  REQUIRE(node.await_log("\"event\":\"source.nats_disconnected\"", 10s));
   nats.start();
   auto gap = collect_data_events(session, 1, 20s);
   REQUIRE(gap.events.size() == 1);
