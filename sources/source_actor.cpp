@@ -192,11 +192,10 @@ void request_read(self_ptr self) {
 void send_write(self_ptr self, const std::shared_ptr<const actors::publish_request>& write,
                 const std::function<void(std::string)>& done, std::chrono::milliseconds pause, bool last);
 
-// Gave up: subscribers of the stream learn it from an ERROR event (watches
-// fail on it), then the source ends.
-void fail(self_ptr self, const std::string& reason) {
+// Gave up, or the resource is gone: subscribers of the stream learn it from
+// an ERROR event (watches fail on it), then the source ends.
+void fail(self_ptr self, const std::string& message) {
   auto& st = self->state;
-  auto message = "source failed after " + std::to_string(st.failures) + " attempts: " + reason;
   set_phase(st, phase::failed, message);
   logging::error("source.failed", {{"uri", st.cfg.uri}, {"error", message}});
   if (st.cfg.metrics) st.cfg.metrics->failed(st.cfg.tenant, st.cfg.uri, message);
@@ -299,6 +298,17 @@ void on_ended(self_ptr self, std::uint64_t generation, const std::string& reason
   retry_later(self, reason);
 }
 
+// The upstream says the resource no longer exists: retrying cannot help.
+void on_gone(self_ptr self, std::uint64_t generation, const std::string& notice) {
+  auto& st = self->state;
+  if (generation != st.generation || st.at == phase::failed) return;
+  if (st.at == phase::starting) return fail_fast(self, notice);
+  ++st.generation;  // a read in flight is of the resource that went
+  st.reading = false;
+  st.read_again = false;
+  fail(self, notice);
+}
+
 void on_subscribed(self_ptr self, std::uint64_t generation) {
   auto& st = self->state;
   if (generation != st.generation || st.at == phase::failed) return;
@@ -376,6 +386,9 @@ void subscribe_upstream(self_ptr self) {
     };
     h.ended = [self, weak, generation](std::string reason) {
       post_back(weak, [self, generation, reason = std::move(reason)] { on_ended(self, generation, reason); });
+    };
+    h.gone = [self, weak, generation](std::string notice) {
+      post_back(weak, [self, generation, notice = std::move(notice)] { on_gone(self, generation, notice); });
     };
     slot->up->subscribe(std::move(h));
   });
@@ -579,7 +592,8 @@ source_actor::behavior_type source(source_actor::stateful_pointer<source_state> 
           logging::error("source.bug", {{"uri", self->state.cfg.uri}, {"error", e.what()}});
           if (self->state.at == phase::starting)
             return fail_fast(self, std::string("internal error: ") + e.what());
-          if (self->state.at != phase::failed) fail(self, std::string("internal error: ") + e.what());
+          if (self->state.at != phase::failed)
+            fail(self, std::string("source failed: internal error: ") + e.what());
         }
       },
       [self](close_atom) {

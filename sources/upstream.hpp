@@ -56,6 +56,10 @@ class upstream {
     // A check failed but the subscription holds (a poll that could not
     // fetch and will try again at its next tick). Optional.
     std::function<void(std::string error)> degraded;
+    // The resource no longer exists upstream (an MCP server's listing
+    // dropped it): the source ends with this notice and is not retried.
+    // Optional; without it the end is an `ended`.
+    std::function<void(std::string notice)> gone;
   };
 
   virtual ~upstream() = default;

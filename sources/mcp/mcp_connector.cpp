@@ -19,15 +19,14 @@ mcp_connector::~mcp_connector() {
 void mcp_connector::start(std::function<void(std::string error)> done) {
   *alive_ = true;
   std::weak_ptr<bool> alive = alive_;
-  session_->list([this, alive, done = std::move(done)](std::vector<resource_info> list,
+  session_->list([this, alive, done = std::move(done)](const std::vector<resource_info>& list,
                                                        const std::string& error) {
     auto a = alive.lock();
     if (!a || !*a) return;
     if (error.empty()) {
-      resources_ = std::move(list);
       subscribable_ = session_->can_subscribe();
       logging::info("mcp.connector.started", {{"server", name_},
-                                              {"resources", static_cast<std::uint64_t>(resources_.size())},
+                                              {"resources", static_cast<std::uint64_t>(list.size())},
                                               {"version", session_->protocol_version()}});
     }
     done(error);

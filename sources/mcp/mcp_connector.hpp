@@ -25,7 +25,8 @@ class mcp_connector final : public connector {
   const std::string& name() const override { return name_; }
   // Connects, probes and lists resources and templates.
   void start(std::function<void(std::string error)> done) override;
-  std::vector<resource_info> resources() const override { return resources_; }
+  // As last listed: notifications/resources/list_changed lists again.
+  std::vector<resource_info> resources() const override { return session_->listing(); }
   // A server that advertised resources.subscribe (at the last successful
   // start) may be asked for any URI.
   bool accepts_any_uri() const override { return subscribable_; }
@@ -44,7 +45,6 @@ class mcp_connector final : public connector {
   std::string name_;
   bool tls_unverified_;  // insecure_skip_verify: shown on every source it serves
   std::shared_ptr<mcp_session> session_;
-  std::vector<resource_info> resources_;
   bool subscribable_ = false;
   std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
 };

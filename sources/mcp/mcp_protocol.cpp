@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "core/uri_template.hpp"
+
 namespace tidings::sources::mcp {
 
 using nlohmann::json;
@@ -132,6 +134,20 @@ bool advertises_subscribe(const json& capabilities) {
   const json* r = member(capabilities, "resources");
   const json* s = r ? member(*r, "subscribe") : nullptr;
   return s && s->is_boolean() && s->get<bool>();
+}
+
+bool advertises_list_changed(const json& capabilities) {
+  const json* r = member(capabilities, "resources");
+  const json* s = r ? member(*r, "listChanged") : nullptr;
+  return s && s->is_boolean() && s->get<bool>();
+}
+
+bool lists(const std::vector<resource_info>& listing, std::string_view uri) {
+  return std::any_of(listing.begin(), listing.end(), [uri](const resource_info& r) {
+    if (!r.template_) return r.uri == uri;
+    auto t = core::uri_template::parse(r.uri, nullptr);
+    return t && t->match(uri).has_value();
+  });
 }
 
 std::string example_line(std::string_view description) {

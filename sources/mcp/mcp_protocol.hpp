@@ -57,6 +57,8 @@ protocol_choice choose_protocol(const rpc_reply& probe);
 // Whether the capabilities object advertises resources.subscribe.
 bool advertises_subscribe(const nlohmann::json& capabilities);
 bool advertises_resources(const nlohmann::json& capabilities);
+// Whether it advertises resources.listChanged (notifications/resources/list_changed).
+bool advertises_list_changed(const nlohmann::json& capabilities);
 
 // The text after a description's "Example:" label (a line starting with it,
 // else its last occurrence), trimmed; "" when there is none.
@@ -68,6 +70,10 @@ std::vector<resource_info> parse_resources(const nlohmann::json& result, const s
                                            bool subscribable);
 std::vector<resource_info> parse_templates(const nlohmann::json& result, const std::string& server,
                                            bool subscribable);
+
+// Whether a listing names the URI: a resource of that URI, or a template it
+// is an expansion of.
+bool lists(const std::vector<resource_info>& listing, std::string_view uri);
 
 // A resources/read result: the first content item. Text content is returned
 // as is. A blob is refused with an error: watched resources must be text

@@ -16,6 +16,10 @@ using nlohmann::json;
 namespace {
 
 constexpr int max_list_pages = 100;
+// Removed URIs remembered at most (a server churning through resources
+// must not grow the set without bound; forgetting one only means its
+// watch is not refused up front).
+constexpr std::size_t max_removed = 4096;
 constexpr const char* subscription_id_key = "io.modelcontextprotocol/subscriptionId";
 
 const json* subscription_id(const json& params) {
@@ -171,6 +175,8 @@ void mcp_session::finish_connect(const std::string& error) {
                                             {"era", era_ == era::modern ? "modern" : "legacy"},
                                             {"version", version_},
                                             {"subscribe", can_subscribe()}});
+    // A reconnection: the listing may have changed while nobody could say so.
+    if (!listing_.empty()) refresh_listing();
   } else {
     logging::warn("mcp.session.connect_failed", {{"server", cfg_.name}, {"error", error}});
     state_ = state::idle;
@@ -230,6 +236,11 @@ void mcp_session::on_message(const json& j) {
 
 void mcp_session::on_notification(const rpc_message& m) {
   if (observer_) observer_(m.method, m.params);
+  if (m.method == "notifications/resources/list_changed") {
+    // Legacy: unsolicited; modern: on any of our listen streams.
+    refresh_listing();
+    return;
+  }
   const json* sid = subscription_id(m.params);
   if (m.method == "notifications/subscriptions/acknowledged") {
     if (!sid) return;
@@ -286,7 +297,7 @@ void mcp_session::on_notification(const rpc_message& m) {
               false);
     return;
   }
-  // notifications/message, list_changed, progress, ...: not used.
+  // notifications/message, tools/list_changed, progress, ...: not used.
   logging::debug("mcp.notification.ignored", {{"server", cfg_.name}, {"method", m.method}});
 }
 
@@ -359,6 +370,10 @@ void mcp_session::start_watch(watch_id id) {
   watch_state* w = find_watch(id);
   if (!w) return;
   w->started = true;
+  if (removed_.contains(w->uri) && !lists(listing_, w->uri)) {
+    end_watch_gone(id);
+    return;
+  }
   if (!can_subscribe()) {
     end_watch(id,
               cfg_.name + ": the server does not advertise resources.subscribe, so " + w->uri +
@@ -411,7 +426,10 @@ void mcp_session::start_listen(watch_id id) {
     self->end_watch(
         id, self->cfg_.name + ": subscriptions/listen for " + w->uri + " was not acknowledged in time", true);
   });
-  json params = {{"notifications", {{"resourceSubscriptions", json::array({w->uri})}}}};
+  json notifications = {{"resourceSubscriptions", json::array({w->uri})}};
+  // Every listen opts in, so the listing is followed while anything is watched.
+  if (advertises_list_changed(capabilities_)) notifications["resourcesListChanged"] = true;
+  json params = {{"notifications", std::move(notifications)}};
   send("subscriptions/listen", std::move(params), std::chrono::milliseconds(0), true, listen_id,
        [weak, id](rpc_reply r) {
          auto self = weak.lock();
@@ -489,23 +507,90 @@ void mcp_session::list(std::function<void(std::vector<resource_info>, std::strin
       done({}, error);
       return;
     }
-    if (!advertises_resources(self->capabilities_)) {
-      done({}, "");
-      return;
-    }
-    auto out = std::make_shared<std::vector<resource_info>>();
-    self->list_page("resources/list", "", 0, out, [weak, out, done](const std::string& error) {
+    self->fetch_listing([weak, done](std::vector<resource_info> list, const std::string& error) {
       auto self = weak.lock();
       if (!self) return;
-      if (!error.empty()) {
-        done({}, error);
-        return;
-      }
-      self->list_page("resources/templates/list", "", 0, out, [out, done](const std::string& error) {
-        done(error.empty() ? std::move(*out) : std::vector<resource_info>{}, error);
-      });
+      if (error.empty()) self->listing_ = list;
+      done(std::move(list), error);
     });
   });
+}
+
+void mcp_session::fetch_listing(
+    const std::function<void(std::vector<resource_info>, std::string error)>& done) {
+  if (!advertises_resources(capabilities_)) {
+    done({}, "");
+    return;
+  }
+  std::weak_ptr<mcp_session> weak = weak_from_this();
+  auto out = std::make_shared<std::vector<resource_info>>();
+  list_page("resources/list", "", 0, out, [weak, out, done](const std::string& error) {
+    auto self = weak.lock();
+    if (!self) return;
+    if (!error.empty()) {
+      done({}, error);
+      return;
+    }
+    self->list_page("resources/templates/list", "", 0, out, [out, done](const std::string& error) {
+      done(error.empty() ? std::move(*out) : std::vector<resource_info>{}, error);
+    });
+  });
+}
+
+void mcp_session::refresh_listing() {
+  if (state_ != state::ready) return;
+  if (refreshing_) {
+    refresh_again_ = true;
+    return;
+  }
+  refreshing_ = true;
+  std::weak_ptr<mcp_session> weak = weak_from_this();
+  std::uint64_t gen = generation_;
+  fetch_listing([weak, gen](std::vector<resource_info> next, const std::string& error) {
+    auto self = weak.lock();
+    if (!self) return;
+    self->refreshing_ = false;
+    // The connection went: the next one lists again when it is ready.
+    if (self->generation_ != gen) return;
+    if (!error.empty()) {
+      // The old listing stays; a watch ends only on a listing that was read.
+      logging::warn("mcp.listing.refresh_failed", {{"server", self->cfg_.name}, {"error", error}});
+    } else {
+      self->apply_listing(std::move(next));
+    }
+    if (std::exchange(self->refresh_again_, false)) self->refresh_listing();
+  });
+}
+
+void mcp_session::apply_listing(std::vector<resource_info> next) {
+  std::vector<watch_id> vanished;
+  for (const auto& [id, w] : watches_)
+    if (lists(listing_, w.uri) && !lists(next, w.uri)) vanished.push_back(id);
+  // Remembered so that a source subscribing again (after a reconnection it
+  // ended in) learns it too, instead of watching what is not there.
+  for (const auto& r : listing_)
+    if (!r.template_ && !lists(next, r.uri)) removed_.insert(r.uri);
+  logging::info("mcp.listing.changed", {{"server", cfg_.name},
+                                        {"resources", static_cast<std::uint64_t>(next.size())},
+                                        {"vanished", static_cast<std::uint64_t>(vanished.size())}});
+  listing_ = std::move(next);
+  std::erase_if(removed_, [this](const std::string& uri) { return lists(listing_, uri); });
+  if (removed_.size() > max_removed) removed_.clear();
+  for (auto id : vanished) end_watch_gone(id);
+}
+
+void mcp_session::end_watch_gone(watch_id id) {
+  auto w = detach_watch(id, true, "the resource was removed");
+  if (!w) return;
+  if (w->listen_id.is_null() && w->active) release_legacy_ref(w->uri);
+  removed_.insert(w->uri);
+  std::string notice = cfg_.name + ": " + w->uri + " was removed: the server no longer lists it";
+  logging::info("mcp.watch.gone", {{"server", cfg_.name}, {"uri", w->uri}});
+  if (w->h.gone) {
+    w->h.gone(notice);
+  } else if (w->h.ended) {
+    w->h.ended(notice);
+  }
 }
 
 void mcp_session::list_page(const std::string& method, const std::string& cursor, int pages,
@@ -577,6 +662,8 @@ void mcp_session::call_tool(const std::string& name, json arguments, std::functi
 
 void mcp_session::stop() {
   ++generation_;
+  refreshing_ = false;  // its requests are dropped below, their callbacks with them
+  refresh_again_ = false;
   watches_.clear();
   by_listen_id_.clear();
   legacy_refs_.clear();

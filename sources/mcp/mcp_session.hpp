@@ -18,6 +18,11 @@
 // dropped stream ends it, unwatch() cancels it (notifications/cancelled on
 // stdio, closing the stream over HTTP).
 //
+// A server that advertises resources.listChanged is asked for
+// notifications/resources/list_changed (legacy: it sends them anyway;
+// modern: each listen opts in). The session lists again, and a watch on a
+// URI the old listing named and the new one does not ends as `gone`.
+//
 // Everything runs on the sources thread; callbacks too; none after stop().
 
 #include <cstdint>
@@ -25,6 +30,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -48,6 +54,9 @@ class mcp_session : public std::enable_shared_from_this<mcp_session> {
     std::function<void()> subscribed;
     std::function<void()> updated;
     std::function<void(std::string reason)> ended;
+    // The server's listing no longer names the URI (it did before): the
+    // watch is over for good. Falls back to `ended` when unset.
+    std::function<void(std::string notice)> gone;
   };
 
   mcp_session(boost::asio::io_context& ioc, mcp_config cfg);
@@ -66,11 +75,16 @@ class mcp_session : public std::enable_shared_from_this<mcp_session> {
   const nlohmann::json& capabilities() const { return capabilities_; }
   bool can_subscribe() const { return advertises_subscribe(capabilities_); }
 
-  // resources/list and resources/templates/list, every page.
+  // resources/list and resources/templates/list, every page. A successful
+  // list becomes listing().
   void list(std::function<void(std::vector<resource_info>, std::string error)> done);
   void read(const std::string& uri, std::function<void(read_outcome)> done);
   // tools/call; the reply's result is the CallToolResult.
   void call_tool(const std::string& name, nlohmann::json arguments, std::function<void(rpc_reply)> done);
+  // The resources and templates of the last successful list: refreshed on
+  // notifications/resources/list_changed, when watches on URIs it no
+  // longer names end as gone.
+  const std::vector<resource_info>& listing() const { return listing_; }
   // Any request on the connected session (modern: with `_meta`).
   void request(const std::string& method, nlohmann::json params, std::function<void(rpc_reply)> done);
 
@@ -128,6 +142,14 @@ class mcp_session : public std::enable_shared_from_this<mcp_session> {
                  const std::shared_ptr<std::vector<resource_info>>& out,
                  const std::function<void(std::string error)>& done);
   watch_state* find_watch(watch_id id);
+  // notifications/resources/list_changed: lists again, one list at a time
+  // (notifications meanwhile make one more).
+  void refresh_listing();
+  // Both lists on the connected session, every page.
+  void fetch_listing(const std::function<void(std::vector<resource_info>, std::string error)>& done);
+  void apply_listing(std::vector<resource_info> next);
+  // Ends the watch as `gone`: its resource was removed.
+  void end_watch_gone(watch_id id);
 
   boost::asio::io_context& ioc_;
   mcp_config cfg_;
@@ -142,8 +164,12 @@ class mcp_session : public std::enable_shared_from_this<mcp_session> {
   std::map<std::string, watch_id> by_listen_id_;  // id_key(listen id) -> watch
   std::map<std::string, int> legacy_refs_;        // uri -> active legacy watches
   watch_id next_watch_ = 1;
-  std::uint64_t generation_ = 0;
-  notification_observer observer_;  // bumps on every new connection and on stop
+  std::uint64_t generation_ = 0;  // bumps on every new connection and on stop
+  notification_observer observer_;
+  std::vector<resource_info> listing_;
+  std::set<std::string> removed_;  // URIs a listing dropped (exact) or a watch ended gone on
+  bool refreshing_ = false;
+  bool refresh_again_ = false;
 };
 
 }  // namespace tidings::sources::mcp

@@ -22,6 +22,16 @@ void mcp_upstream::subscribe(handlers h) {
     watch_ = 0;
     if (f) f(std::move(reason));
   };
+  wh.gone = [this, alive, f = h.gone, e = h.ended](std::string notice) {
+    auto a = alive.lock();
+    if (!a || !*a) return;
+    watch_ = 0;
+    if (f) {
+      f(std::move(notice));
+    } else if (e) {
+      e(std::move(notice));
+    }
+  };
   watch_ = session_->watch(uri_, std::move(wh));
 }
 

@@ -3,7 +3,9 @@
 // the test changes with a tool call on a connection of its own. Listing,
 // reading, a watch's notice, an SSE session by URI, the upstream side seeing
 // the subscriptions closed when the last subscriber leaves, fail fast on an
-// unknown resource, and a change made while the node was down. The connector
+// unknown resource, a resource that the server stops listing
+// (notifications/resources/list_changed), and a change made while the node
+// was down. The connector
 // itself is tested against the npm servers (legacy protocol) and over stdio
 // in tests/sources/mcp/.
 
@@ -98,6 +100,27 @@ TEST_CASE("an MCP server's resources through tidingsd: notices, SSE by uri, unsu
     auto before_close = server.line_count();
     events.close();
     CHECK(server.await_line("listen-closed", before_close));
+
+    // notifications/resources/list_changed: a resource the server starts
+    // listing can be watched; once it stops, the watch ends with a notice.
+    REQUIRE(mcp::test::call_tool(ioc, writer, "add_extra").ok());
+    REQUIRE(node.await_log("\"mcp.listing.changed\"", 10s));
+    client::sse_stream extra(ep, "/v1/sse?uri=" + client::url_encode("tidings-test://extra"));
+    await_hello(extra);
+    start_watch_ok(ep, {{"name", "extra"}, {"uri", "tidings-test://extra"}});
+    REQUIRE(mcp::test::call_tool(ioc, writer, "remove_extra").ok());
+    auto removed = await_event(extra, [](const data_event& e) { return e.type == "ERROR"; });
+    REQUIRE(removed);
+    CHECK(removed->data["message"] == "v2: tidings-test://extra was removed: the server no longer lists it");
+    CHECK(removed->data["source_failed"] == true);
+    REQUIRE(node.await_log("\"watch.failed\"", 10s));
+    for (const auto& w : list_watches(ep))
+      if (w["name"] == "extra") CHECK(w.value("state", "") == "failed");
+    // Starting over on it is refused with the same notice.
+    auto again = start_watch(ep, {{"name", "extra2"}, {"uri", "tidings-test://extra"}});
+    CHECK(again.status == 502);
+    CHECK(json::parse(again.body)["error"] ==
+          "v2: tidings-test://extra was removed: the server no longer lists it");
     CHECK(node.terminate() == 0);
   }
   // Changed while the node was down: the restored watch reports it once.

@@ -65,25 +65,6 @@ json sources_now(const client::endpoint& ep) {
   return json::parse(r.body);
 }
 
-// Data events until one satisfies `match` (returned) or the deadline; a
-// control event (resync, ...) or the end of the stream fails the test.
-template <class Match>
-std::optional<data_event> await_event(client::sse_stream& session, Match match,
-                                      std::chrono::milliseconds timeout = 10s) {
-  const auto deadline = std::chrono::steady_clock::now() + timeout;
-  for (;;) {
-    auto left =
-        std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
-    if (left.count() <= 0) return std::nullopt;
-    auto got = collect_data_events(session, 1, left);
-    INFO("ended: " << to_string(got.ended) << (got.control ? " with " + got.control->event : std::string()));
-    REQUIRE(got.ended != collected::end::control);
-    REQUIRE(got.ended != collected::end::closed);
-    if (got.events.empty()) return std::nullopt;
-    if (match(got.events[0])) return got.events[0];
-  }
-}
-
 }  // namespace
 
 TEST_CASE("a reload that adds a files root makes its files subscribable at once", "[sources][file][reload]") {

@@ -5,8 +5,11 @@
 //   tidings-test://state   application/json, {"counter":N}
 //   tidings-test://events  application/vnd.asyncai.events+json,
 //                          {"events":[{"seq":N,"type":"BUMPED",...}]} (last 100)
+//   tidings-test://extra   text/plain, listed only between add_extra and remove_extra
 // Tools:
 //   bump      counter+1, one BUMPED event, notifications/resources/updated for both
+//   add_extra, remove_extra   list or unlist tidings-test://extra, with
+//             notifications/resources/list_changed
 //   received  what this server observed (JSON list), so tests can check that
 //             Tidings cancelled a subscription: stdio records every inbound
 //             message's method (and requestId of notifications/cancelled);
@@ -23,12 +26,40 @@ const mode = process.argv[2] ?? 'stdio';
 const STATE_URI = 'tidings-test://state';
 const EVENTS_URI = 'tidings-test://events';
 const EVENTS_MIME = 'application/vnd.asyncai.events+json';
+const EXTRA_URI = 'tidings-test://extra';
 
 const state = { counter: 0 };
 const events = [];
 let seq = 0;
 const received = [];
 let notifyUpdated = () => {};
+let notifyListChanged = () => {};
+let extraListed = false;
+// Per instance: the registered extra resource, to remove it again.
+const extraHandles = new Map();
+
+function registerExtra(server) {
+  const handle = server.registerResource(
+    'extra',
+    EXTRA_URI,
+    { description: 'Listed between add_extra and remove_extra.', mimeType: 'text/plain' },
+    async (uri) => ({ contents: [{ uri: uri.href, mimeType: 'text/plain', text: 'extra' }] }),
+  );
+  extraHandles.set(server, handle);
+}
+
+// Lists or unlists the extra resource on every live instance (each sends
+// list_changed where it is connected), then tells the HTTP bus.
+function setExtra(listed) {
+  if (extraListed === listed) return;
+  extraListed = listed;
+  for (const server of instances) {
+    if (listed) registerExtra(server);
+    else extraHandles.get(server)?.remove();
+    if (!listed) extraHandles.delete(server);
+  }
+  notifyListChanged();
+}
 
 function record(entry) {
   received.push(entry);
@@ -43,7 +74,7 @@ const instances = new Set();
 function factory() {
   const server = new McpServer(
     { name: 'tidings-test-v2', version: '1.0.0' },
-    { capabilities: { resources: { subscribe: true }, tools: {} } },
+    { capabilities: { resources: { subscribe: true, listChanged: true }, tools: {} } },
   );
   server.registerResource(
     'state',
@@ -68,6 +99,15 @@ function factory() {
     notifyUpdated(STATE_URI);
     notifyUpdated(EVENTS_URI);
     return { content: [{ type: 'text', text: `counter=${state.counter}` }] };
+  });
+  if (extraListed) registerExtra(server);
+  server.registerTool('add_extra', { description: 'Lists tidings-test://extra.' }, async () => {
+    setExtra(true);
+    return { content: [{ type: 'text', text: 'listed' }] };
+  });
+  server.registerTool('remove_extra', { description: 'Unlists tidings-test://extra.' }, async () => {
+    setExtra(false);
+    return { content: [{ type: 'text', text: 'unlisted' }] };
   });
   server.registerTool('received', { description: 'What this server observed.' }, async () => ({
     content: [{ type: 'text', text: JSON.stringify(received) }],
@@ -122,6 +162,7 @@ if (mode === 'stdio') {
   };
   const handler = createMcpHandler(factory, { bus: recordingBus });
   notifyUpdated = (uri) => handler.notify.resourceUpdated(uri);
+  notifyListChanged = () => handler.notify.resourcesChanged();
   const node = toNodeHandler(handler);
   const http = createServer((req, res) => node(req, res));
   http.listen(0, '127.0.0.1', () => {

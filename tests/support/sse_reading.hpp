@@ -119,4 +119,19 @@ std::optional<core::sse_message> next_non_heartbeat(Session& session, std::chron
   }
 }
 
+// Data events until one satisfies `match` (returned); nullopt at the
+// deadline, on a control event (resync, ...) or at the end of the stream.
+template <class Session, class Match>
+std::optional<data_event> await_event(Session& session, Match match,
+                                      std::chrono::milliseconds timeout = std::chrono::seconds(10)) {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  for (;;) {
+    auto left = detail::left_until(deadline);
+    if (left.count() <= 0) return std::nullopt;
+    auto got = collect_data_events(session, 1, left);
+    if (got.events.empty()) return std::nullopt;
+    if (match(got.events[0])) return got.events[0];
+  }
+}
+
 }  // namespace tidings::testing

@@ -192,3 +192,18 @@ TEST_CASE("header values are base64-encoded when not plain ASCII", "[mcp]") {
   CHECK(header_value("line1\nline2") == "=?base64?bGluZTEKbGluZTI=?=");
   CHECK(header_value("=?base64?literal?=") == "=?base64?PT9iYXNlNjQ/bGl0ZXJhbD89?=");
 }
+
+TEST_CASE("lists: a listing names a URI as a resource or through a template", "[mcp]") {
+  std::vector<tidings::sources::resource_info> listing(2);
+  listing[0].uri = "tidings-test://state";
+  listing[1].uri = "demo://resource/dynamic/text/{resourceId}";
+  listing[1].template_ = true;
+  CHECK(lists(listing, "tidings-test://state"));
+  CHECK(lists(listing, "demo://resource/dynamic/text/7"));
+  CHECK_FALSE(lists(listing, "tidings-test://state/"));
+  CHECK_FALSE(lists(listing, "demo://resource/dynamic/text/7/8"));
+  CHECK_FALSE(lists({}, "tidings-test://state"));
+  CHECK(advertises_list_changed(json::parse(R"({"resources":{"listChanged":true}})")));
+  CHECK_FALSE(advertises_list_changed(json::parse(R"({"resources":{"subscribe":true}})")));
+  CHECK_FALSE(advertises_list_changed(json::parse(R"({"resources":{"listChanged":"yes"}})")));
+}

@@ -96,7 +96,8 @@ struct watch_log {
   int subscribed = 0;
   int updated = 0;
   int ended = 0;
-  std::string reason;
+  int gone = 0;
+  std::string reason;  // of the last ended or gone
   upstream::handlers handlers() {
     upstream::handlers h;
     h.subscribed = [this] { ++subscribed; };
@@ -105,9 +106,20 @@ struct watch_log {
       ++ended;
       reason = std::move(r);
     };
+    h.gone = [this](std::string r) {
+      ++gone;
+      reason = std::move(r);
+    };
     return h;
   }
 };
+
+// Whether the connector's current listing names the URI (a resource).
+inline bool lists_resource(const mcp_connector& c, const std::string& uri) {
+  for (const auto& r : c.resources())
+    if (!r.template_ && r.uri == uri) return true;
+  return false;
+}
 
 // One tool call, awaited.
 inline rpc_reply call_tool(boost::asio::io_context& ioc, mcp_connector& c, const std::string& name,
