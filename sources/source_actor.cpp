@@ -196,6 +196,7 @@ void send_write(self_ptr self, const std::shared_ptr<const actors::publish_reque
 // an ERROR event (watches fail on it), then the source ends.
 void fail(self_ptr self, const std::string& message) {
   auto& st = self->state;
+  st.down.reset();  // no longer retrying: the gauge lets go of it
   set_phase(st, phase::failed, message);
   logging::error("source.failed", {{"uri", st.cfg.uri}, {"error", message}});
   if (st.cfg.metrics) st.cfg.metrics->failed(st.cfg.tenant, st.cfg.uri, message);
@@ -306,6 +307,8 @@ void on_gone(self_ptr self, std::uint64_t generation, const std::string& notice)
   ++st.generation;  // a read in flight is of the resource that went
   st.reading = false;
   st.read_again = false;
+  // A join arriving before the actor is gone gets the notice, not "retry".
+  st.start_error = actors::watch_error{actors::watch_error_kind::upstream, notice};
   fail(self, notice);
 }
 

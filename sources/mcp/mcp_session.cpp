@@ -370,10 +370,30 @@ void mcp_session::start_watch(watch_id id) {
   watch_state* w = find_watch(id);
   if (!w) return;
   w->started = true;
+  if (watched_.size() >= max_removed) watched_.clear();
+  watched_.insert(w->uri);
   if (removed_.contains(w->uri) && !lists(listing_, w->uri)) {
-    end_watch_gone(id);
+    // Removed once: list again before refusing (a modern server says
+    // list_changed only on a listen stream, so it may be listed again
+    // without our hearing of it).
+    std::weak_ptr<mcp_session> weak = weak_from_this();
+    fetch_listing([weak, id](std::vector<resource_info> next, const std::string& error) {
+      auto self = weak.lock();
+      if (!self) return;
+      if (error.empty() && advertises_resources(self->capabilities_)) self->apply_listing(std::move(next));
+      watch_state* w = self->find_watch(id);
+      if (!w) return;
+      if (self->removed_.contains(w->uri) && !lists(self->listing_, w->uri)) return self->end_watch_gone(id);
+      self->subscribe_watch(id);
+    });
     return;
   }
+  subscribe_watch(id);
+}
+
+void mcp_session::subscribe_watch(watch_id id) {
+  watch_state* w = find_watch(id);
+  if (!w) return;
   if (!can_subscribe()) {
     end_watch(id,
               cfg_.name + ": the server does not advertise resources.subscribe, so " + w->uri +
@@ -543,6 +563,12 @@ void mcp_session::refresh_listing() {
     refresh_again_ = true;
     return;
   }
+  if (!advertises_resources(capabilities_)) {
+    // Not "no resources": nothing ends on what a server leaves unsaid.
+    logging::warn("mcp.listing.refresh_failed",
+                  {{"server", cfg_.name}, {"error", "the server no longer advertises resources"}});
+    return;
+  }
   refreshing_ = true;
   std::weak_ptr<mcp_session> weak = weak_from_this();
   std::uint64_t gen = generation_;
@@ -567,9 +593,13 @@ void mcp_session::apply_listing(std::vector<resource_info> next) {
   for (const auto& [id, w] : watches_)
     if (lists(listing_, w.uri) && !lists(next, w.uri)) vanished.push_back(id);
   // Remembered so that a source subscribing again (after a reconnection it
-  // ended in) learns it too, instead of watching what is not there.
+  // ended in, or from its backoff) learns it too, instead of watching what
+  // is not there: the resources dropped, and the URIs watched lately that
+  // only a dropped template matched.
   for (const auto& r : listing_)
     if (!r.template_ && !lists(next, r.uri)) removed_.insert(r.uri);
+  for (const auto& uri : watched_)
+    if (lists(listing_, uri) && !lists(next, uri)) removed_.insert(uri);
   logging::info("mcp.listing.changed", {{"server", cfg_.name},
                                         {"resources", static_cast<std::uint64_t>(next.size())},
                                         {"vanished", static_cast<std::uint64_t>(vanished.size())}});
@@ -582,7 +612,10 @@ void mcp_session::apply_listing(std::vector<resource_info> next) {
 void mcp_session::end_watch_gone(watch_id id) {
   auto w = detach_watch(id, true, "the resource was removed");
   if (!w) return;
-  if (w->listen_id.is_null() && w->active) release_legacy_ref(w->uri);
+  if (w->listen_id.is_null() && w->active && release_legacy_ref(w->uri) && state_ == state::ready) {
+    // Tidy on the server's side too, as unwatch() would be.
+    request("resources/unsubscribe", {{"uri", w->uri}}, [](const rpc_reply&) {});
+  }
   removed_.insert(w->uri);
   std::string notice = cfg_.name + ": " + w->uri + " was removed: the server no longer lists it";
   logging::info("mcp.watch.gone", {{"server", cfg_.name}, {"uri", w->uri}});

@@ -129,6 +129,8 @@ class mcp_session : public std::enable_shared_from_this<mcp_session> {
   void on_server_request(const rpc_message& m);
   void on_closed(const std::string& reason);
   void start_watch(watch_id id);
+  // resources/subscribe or subscriptions/listen for a started watch.
+  void subscribe_watch(watch_id id);
   void start_listen(watch_id id);
   void end_watch(watch_id id, const std::string& reason, bool cancel_upstream);
   // Takes the watch out of the tables and ends its listen request (telling
@@ -168,6 +170,7 @@ class mcp_session : public std::enable_shared_from_this<mcp_session> {
   notification_observer observer_;
   std::vector<resource_info> listing_;
   std::set<std::string> removed_;  // URIs a listing dropped (exact) or a watch ended gone on
+  std::set<std::string> watched_;  // URIs watched lately (bounded), to tell which a listing dropped
   bool refreshing_ = false;
   bool refresh_again_ = false;
 };
