@@ -93,11 +93,13 @@ route_result api::fire_webhook(const std::string& token, const http_request& req
   // thread, where the resources' tokens and secrets live.
   auto& loop = loop_;
   boost::asio::post(
-      loop.context(), [&loop, token, body = req.body, headers = req.headers, respond = std::move(respond)] {
+      loop.context(), [&loop, token, uri = req.query_one("uri") ? *req.query_one("uri") : std::string(),
+                       body = req.body, headers = req.headers, respond = std::move(respond)] {
         auto* web = dynamic_cast<sources::web::web_connector*>(loop.upstreams().find("resources"));
         if (!web) return respond(error_response(404, "unknown webhook token"));
         sources::web::webhook_call call;
         call.token = token;
+        call.uri = uri;
         call.body = body;
         call.headers = [&headers](const std::string& name) -> const std::string* {
           auto it = headers.find(name);
@@ -122,6 +124,8 @@ route_result api::admin_webhooks(const http_request& req, const caller& who, res
     if (auto* web = dynamic_cast<sources::web::web_connector*>(loop.upstreams().find("resources")))
       for (const auto& w : web->webhooks())
         rows.push_back({{"uri", w.uri},
+                        {"template", w.is_template},
+                        // A template's: with ?uri= naming one of its URIs.
                         {"url_path", "/webhooks/resource-updated/" + w.token},
                         {"token", w.token},
                         {"generated", w.generated},

@@ -333,6 +333,7 @@ bool parse_sql_polling(yaml_reader& r, const Node& s, const std::string& spath,
     return r.fail(spath,
                   "needs query (a tracking query of one value, e.g. SELECT max(updated_at) FROM orders)");
   if (!r.text(s["query"], spath + ".query", &sql.query)) return false;
+  if (s["params"] && !r.texts(s["params"], spath + ".params", &sql.params)) return false;
   if (s["interval_ms"] && !r.millis(s["interval_ms"], spath + ".interval_ms", &out->interval)) return false;
   if (s["timeout_ms"] && !r.millis(s["timeout_ms"], spath + ".timeout_ms", &sql.timeout)) return false;
   if (!read_libpq_tls(r, s, spath, &sql.tls)) return false;
@@ -387,9 +388,18 @@ bool parse_nats_topic(yaml_reader& r, const Node& s, const std::string& spath,
 
 bool parse_resource(yaml_reader& r, const Node& n, const std::string& path,
                     sources::web::web_resource_config* out) {
-  if (!r.known_keys(n, path, {"uri", "name", "description", "mime_type", "backend", "watch"})) return false;
-  if (!n["uri"]) return r.fail(path, "needs uri");
-  if (!r.text(n["uri"], path + ".uri", &out->uri)) return false;
+  if (!r.known_keys(n, path, {"uri", "uri_template", "name", "description", "mime_type", "backend", "watch"}))
+    return false;
+  if (n["uri"] && n["uri_template"])
+    return r.fail(path, "has uri and uri_template: a resource is one or the other");
+  if (n["uri_template"]) {
+    // Each URI it matches is a resource of its own (seeds/001).
+    if (!r.text(n["uri_template"], path + ".uri_template", &out->uri)) return false;
+    out->is_template = true;
+  } else {
+    if (!n["uri"]) return r.fail(path, "needs uri (or uri_template, RFC 6570)");
+    if (!r.text(n["uri"], path + ".uri", &out->uri)) return false;
+  }
   if (n["name"] && !r.text(n["name"], path + ".name", &out->name)) return false;
   if (n["description"] && !r.text(n["description"], path + ".description", &out->description)) return false;
   if (n["mime_type"] && !r.text(n["mime_type"], path + ".mime_type", &out->mime_type)) return false;
@@ -415,14 +425,14 @@ bool parse_resource(yaml_reader& r, const Node& n, const std::string& path,
   auto spath = path + ".watch.strategy";
   if (!r.known_keys(
           s, spath,
-          {"type", "token", "previous_tokens", "signature", "interval_ms", "conninfo", "query", "timeout_ms",
-           "ca_file", "client_cert", "client_key", "insecure_skip_verify", "url", "subject"}))
+          {"type", "token", "previous_tokens", "signature", "interval_ms", "conninfo", "query", "params",
+           "timeout_ms", "ca_file", "client_cert", "client_key", "insecure_skip_verify", "url", "subject"}))
     return false;
   std::string type;
   if (!s["type"] || !r.text(s["type"], spath + ".type", &type)) return r.fail(spath, "needs type");
   if (type != "sql_polling")
     for (const char* key :
-         {"conninfo", "query", "ca_file", "client_cert", "client_key", "insecure_skip_verify"})
+         {"conninfo", "query", "params", "ca_file", "client_cert", "client_key", "insecure_skip_verify"})
       if (s[key]) return r.fail(spath + "." + key, "is for sql_polling only");
   if (type != "nats_topic")
     for (const char* key : {"url", "subject"})
@@ -513,6 +523,7 @@ json settings_of(const sources::web::web_config& c) {
     // As it runs: a new poll floor matters only where it moves an interval.
     auto interval = r.polled() ? std::max(r.interval, c.poll_floor) : r.interval;
     json one = {{"uri", r.uri},
+                {"template", r.is_template},
                 {"name", r.name},
                 {"description", r.description},
                 {"mime_type", r.mime_type},
@@ -524,6 +535,7 @@ json settings_of(const sources::web::web_config& c) {
     if (r.sql)
       one["sql"] = {{"conninfo", r.sql->conninfo},
                     {"query", r.sql->query},
+                    {"params", r.sql->params},
                     {"timeout_ms", r.sql->timeout.count()},
                     {"tls", settings_of(r.sql->tls)}};
     if (r.nats)

@@ -135,32 +135,43 @@ std::string postgres_connection::quote_identifier(std::string_view name, std::st
   return out;
 }
 
-void postgres_connection::execute(const std::string& sql, done_fn done) {
+void postgres_connection::execute(const std::string& sql, done_fn done,
+                                  const std::vector<std::string>& params) {
   pending_ = std::move(done);
   if (phase_ != phase::ready) return fail_later("the connection is not ready for a command");
   phase_ = phase::executing;
   first_error_.clear();
-  if (!PQsendQuery(conn_, sql.c_str())) return fail_later(libpq_error());
+  std::vector<const char*> values;
+  values.reserve(params.size());
+  for (const auto& p : params) values.push_back(p.c_str());
+  int sent = params.empty() ? PQsendQuery(conn_, sql.c_str())
+                            : PQsendQueryParams(conn_, sql.c_str(), static_cast<int>(values.size()), nullptr,
+                                                values.data(), nullptr, nullptr, 0);
+  if (!sent) return fail_later(libpq_error());
   flush_query();
 }
 
-void postgres_connection::query_scalar(const std::string& sql, scalar_fn done) {
+void postgres_connection::query_scalar(const std::string& sql, scalar_fn done,
+                                       const std::vector<std::string>& params) {
   capture_ = true;
   captured_rows_ = -1;
   captured_columns_ = 0;
   captured_.reset();
   // Each tracking query gets the whole deadline (a poll runs for days).
   if (phase_ == phase::ready) arm_deadline();
-  execute(sql, [this, done = std::move(done)](std::string error) {
-    capture_ = false;
-    if (!error.empty()) return done(std::move(error), std::nullopt);
-    if (captured_rows_ != 1 || captured_columns_ != 1)
-      return done("the tracking query must return one row of one column; it returned " +
-                      std::to_string(std::max(captured_rows_, 0)) + " row(s) of " +
-                      std::to_string(captured_columns_) + " column(s)",
-                  std::nullopt);
-    done({}, std::move(captured_));
-  });
+  execute(
+      sql,
+      [this, done = std::move(done)](std::string error) {
+        capture_ = false;
+        if (!error.empty()) return done(std::move(error), std::nullopt);
+        if (captured_rows_ != 1 || captured_columns_ != 1)
+          return done("the tracking query must return one row of one column; it returned " +
+                          std::to_string(std::max(captured_rows_, 0)) + " row(s) of " +
+                          std::to_string(captured_columns_) + " column(s)",
+                      std::nullopt);
+        done({}, std::move(captured_));
+      },
+      params);
 }
 
 void postgres_connection::watch(notify_fn on_notify, done_fn lost) {

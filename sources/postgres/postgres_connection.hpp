@@ -67,14 +67,15 @@ class postgres_connection {
   std::string quote_identifier(std::string_view name, std::string* error) const;
 
   // Sends one command and awaits its results; `done` gets "" when every
-  // result succeeded, else the server's error message.
-  void execute(const std::string& sql, done_fn done);
+  // result succeeded, else the server's error message. `params` are its
+  // $1, $2, ... as text (one statement only, then).
+  void execute(const std::string& sql, done_fn done, const std::vector<std::string>& params = {});
 
   // Runs a query that must return one row of one column (a tracking query,
   // sql_polling) and hands over its value: nullopt for SQL NULL. `done`
   // gets an error instead when the query fails or returns another shape.
   using scalar_fn = std::function<void(std::string error, std::optional<std::string> value)>;
-  void query_scalar(const std::string& sql, scalar_fn done);
+  void query_scalar(const std::string& sql, scalar_fn done, const std::vector<std::string>& params = {});
 
   // From now on hands over notifications, a batch per socket wake, until
   // the connection is lost (`lost` gets the reason). Ends the deadline.

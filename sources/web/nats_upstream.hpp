@@ -58,7 +58,7 @@ class nats_upstream final : public upstream {
   void close_bridge();
 
   boost::asio::io_context& ioc_;
-  const web_resource_config& resource_;
+  const web_resource_config resource_;  // its own copy: a template's instance lives nowhere else
   handlers handlers_;
   std::shared_ptr<bridge> bridge_;
   std::uintptr_t bridge_id_ = 0;  // its number for libnats' callbacks

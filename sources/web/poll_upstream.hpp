@@ -39,7 +39,7 @@ class poll_upstream final : public upstream {
   void tick();
 
   boost::asio::io_context& ioc_;
-  const web_resource_config& resource_;
+  const web_resource_config resource_;  // its own copy: a template's instance lives nowhere else
   std::chrono::milliseconds interval_;
   handlers handlers_;
   boost::asio::steady_timer timer_;

@@ -1,6 +1,7 @@
 # Webhook and poll resources (issue 4).
 list(APPEND TIDINGS_SOURCES_FILES
   web/web_config.cpp
+  web/resource_template.cpp
   web/backend_read.cpp
   web/webhook_upstream.cpp
   web/poll_upstream.cpp

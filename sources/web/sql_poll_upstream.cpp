@@ -41,14 +41,14 @@ void sql_poll_upstream::run_query(value_fn done) {
     }
   };
   const auto& sql = *resource_.sql;
-  if (connected_) return conn_->query_scalar(sql.query, std::move(finish));
+  if (connected_) return conn_->query_scalar(sql.query, std::move(finish), sql.params);
   conn_ = std::make_unique<postgres::postgres_connection>(ioc_);
   conn_->connect(sql.conninfo, postgres::libpq_tls_keywords(sql.tls), sql.timeout,
                  [this, alive = alive_, finish = std::move(finish)](const std::string& error) mutable {
                    if (!*alive) return;
                    if (!error.empty()) return finish("cannot connect: " + error, std::nullopt);
                    connected_ = true;
-                   conn_->query_scalar(resource_.sql->query, std::move(finish));
+                   conn_->query_scalar(resource_.sql->query, std::move(finish), resource_.sql->params);
                  });
 }
 

@@ -53,7 +53,7 @@ class sql_poll_upstream final : public upstream {
   read_result state() const;
 
   boost::asio::io_context& ioc_;
-  const web_resource_config& resource_;
+  const web_resource_config resource_;  // its own copy: a template's instance lives nowhere else
   handlers handlers_;
   boost::asio::steady_timer timer_;
   std::unique_ptr<postgres::postgres_connection> conn_;

@@ -1,6 +1,10 @@
 #include "sources/web/web_config.hpp"
 
+#include <algorithm>
 #include <map>
+
+#include "core/uri_template.hpp"
+#include "sources/web/resource_template.hpp"
 
 namespace tidings::sources::web {
 
@@ -11,6 +15,25 @@ std::vector<std::string> check_web_config(const web_config& cfg) {
   for (const auto& r : cfg.resources) {
     if (r.uri.empty()) errors.push_back("a resource has no uri");
     if (++uris[r.uri] == 2) errors.push_back("resource " + r.uri + " is configured twice");
+    if (r.is_template) {
+      std::string error;
+      auto parsed = core::uri_template::parse(r.uri, &error);
+      if (!parsed) {
+        errors.push_back("resource template " + r.uri + ": " + error);
+      } else if (parsed->variable_names().empty()) {
+        errors.push_back("resource template " + r.uri + " has no {variable}: write it as uri:");
+      } else {
+        auto names = parsed->variable_names();
+        for (const auto& [field, text] : templated_fields(r))
+          for (const auto& name : placeholders(text))
+            if (std::find(names.begin(), names.end(), name) == names.end()) {
+              std::string error = "resource template " + r.uri + ": ";
+              error += field;
+              error += " names {" + name + "}, which is not a variable of the template";
+              errors.push_back(std::move(error));
+            }
+      }
+    }
     if (r.kind == strategy::poll && !r.backend)
       errors.push_back("resource " + r.uri + ": a poll strategy needs a backend to fetch");
     if (r.kind == strategy::sql_polling && (!r.sql || r.sql->conninfo.empty() || r.sql->query.empty()))

@@ -49,6 +49,9 @@ struct sql_poll_config {
   // A libpq connection string or URI, passed as is (every libpq keyword works).
   std::string conninfo;
   std::string query;
+  // $1, $2, ... of the query, as text (libpq's parameters: never spliced
+  // into the SQL). On a template, {variables} in them are filled in.
+  std::vector<std::string> params;
   // ca_file, client_cert, client_key, insecure_skip_verify: libpq's
   // sslrootcert, sslcert, sslkey and sslmode, as for postgres: upstreams.
   net::tls_settings tls;
@@ -72,7 +75,12 @@ inline constexpr std::chrono::milliseconds default_poll_floor{10000};
 inline constexpr std::chrono::milliseconds lowest_poll_floor{100};
 
 struct web_resource_config {
-  std::string uri;
+  std::string uri;  // the RFC 6570 template when `is_template`
+  // uri_template: in the config (seeds/001: a watch: block on a resource
+  // template). Each URI it matches is a resource of its own, its backend,
+  // subject and query parameters with the {variables} filled in
+  // (resource_template.hpp).
+  bool is_template = false;
   std::string name;
   std::string description;
   std::string mime_type;  // of the backend's body; "" = the response's Content-Type

@@ -13,6 +13,7 @@
 #include "sources/web/backend_read.hpp"
 #include "sources/web/nats_upstream.hpp"
 #include "sources/web/poll_upstream.hpp"
+#include "sources/web/resource_template.hpp"
 #include "sources/web/sql_poll_upstream.hpp"
 #include "sources/web/webhook_upstream.hpp"
 
@@ -43,6 +44,9 @@ std::string generated_token(const std::string& key, std::string_view uri) {
 
 web_connector::web_connector(boost::asio::io_context& ioc, web_config cfg) : ioc_(ioc), cfg_(std::move(cfg)) {
   for (auto& r : cfg_.resources) {
+    if (r.is_template)
+      if (auto parsed = core::uri_template::parse(r.uri, nullptr))
+        templates_.emplace(r.uri, std::move(*parsed));
     if (r.polled() && r.interval < cfg_.poll_floor) {
       logging::warn("source.poll_interval_raised",
                     {{"uri", r.uri},
@@ -73,6 +77,7 @@ std::vector<resource_info> web_connector::resources() const {
   for (const auto& r : cfg_.resources) {
     resource_info info;
     info.uri = r.uri;
+    info.template_ = r.is_template;
     info.name = r.name;
     info.description = r.description;
     info.example = core::description_example(r.description);
@@ -86,16 +91,35 @@ std::vector<resource_info> web_connector::resources() const {
 
 const web_resource_config* web_connector::find(std::string_view uri) const {
   for (const auto& r : cfg_.resources)
-    if (r.uri == uri) return &r;
+    if (!r.is_template && r.uri == uri) return &r;
   return nullptr;
 }
 
-std::unique_ptr<upstream> web_connector::open(const std::string& uri, std::string* error) {
-  const auto* r = find(uri);
-  if (!r) {
-    *error = uri + " is not a configured webhook or poll resource";
-    return nullptr;
+std::optional<web_resource_config> web_connector::resolve(std::string_view uri, std::string* error) const {
+  if (const auto* r = find(uri)) return *r;
+  // The first template that matches, as routing chose this connector.
+  for (const auto& r : cfg_.resources) {
+    if (!r.is_template) continue;
+    auto t = templates_.find(r.uri);
+    if (t == templates_.end()) continue;
+    auto instance = instantiate(r, t->second, uri, error);
+    if (instance || !error->empty()) return instance;
   }
+  *error = std::string(uri) + " is not a configured resource, nor one of a configured template";
+  return std::nullopt;
+}
+
+bool web_connector::template_live(const web_resource_config& r) const {
+  auto t = templates_.find(r.uri);
+  return t != templates_.end() && std::any_of(live_.begin(), live_.end(), [&](const auto& entry) {
+           return t->second.match(entry.first).has_value();
+         });
+}
+
+std::unique_ptr<upstream> web_connector::open(const std::string& uri, std::string* error) {
+  auto resolved = resolve(uri, error);
+  if (!resolved) return nullptr;
+  const auto* r = &*resolved;
   if (r->kind == strategy::poll) return std::make_unique<poll_upstream>(ioc_, *r);
   if (r->kind == strategy::sql_polling) return std::make_unique<sql_poll_upstream>(ioc_, *r);
   if (r->kind == strategy::nats_topic) return std::make_unique<nats_upstream>(ioc_, *r);
@@ -110,8 +134,10 @@ std::unique_ptr<upstream> web_connector::open(const std::string& uri, std::strin
 }
 
 void web_connector::read(const std::string& uri, std::function<void(read_outcome)> done) {
-  const auto* r = find(uri);
-  if (!r) return done(read_outcome::failed(uri + " is not a configured resource"));
+  std::string error;
+  auto resolved = resolve(uri, &error);
+  if (!resolved) return done(read_outcome::failed(error));
+  const auto* r = &*resolved;
   if (r->kind == strategy::sql_polling && !r->backend) {
     // Its state is the tracking query's value: one query on a connection of
     // its own, shared by the reads that come while it runs (so a burst of
@@ -186,6 +212,16 @@ webhook_answer web_connector::fire(const webhook_call& call) {
     logging::info("webhook.unknown_token", {{"length", static_cast<std::uint64_t>(call.token.size())}});
     return {404, {}, "unknown webhook token"};
   }
+  // A template's token names one of its URIs in ?uri=.
+  std::string uri = match->uri;
+  if (match->is_template) {
+    if (call.uri.empty())
+      return {400, {}, "this token is resource template " + match->uri + "'s: name the resource with ?uri="};
+    auto t = templates_.find(match->uri);
+    if (t == templates_.end() || !t->second.match(call.uri))
+      return {400, {}, "?uri=" + std::string(call.uri) + " is not a URI of resource template " + match->uri};
+    uri = call.uri;
+  }
   if (match->signature) {
     const auto& sig = *match->signature;
     auto verdict = check_signature(sig, call.headers, call.body, call.now);
@@ -200,18 +236,19 @@ webhook_answer web_connector::fire(const webhook_call& call) {
       return {409, {}, error};
     }
   }
-  auto live = live_.find(match->uri);
-  logging::info("webhook.fired", {{"uri", match->uri}, {"subscribed", live != live_.end()}});
+  auto live = live_.find(uri);
+  logging::info("webhook.fired", {{"uri", uri}, {"subscribed", live != live_.end()}});
   if (live != live_.end()) live->second->fire();
-  return {200, match->uri, {}};
+  return {200, uri, {}};
 }
 
 std::vector<webhook_info> web_connector::webhooks() const {
   std::vector<webhook_info> out;
   for (const auto& r : cfg_.resources) {
     if (r.kind != strategy::webhook) continue;
-    out.push_back({r.uri, r.token, generated_.contains(r.uri), r.previous_tokens.size(),
-                   r.signature ? scheme_name(r.signature->scheme) : "", live_.contains(r.uri)});
+    out.push_back({r.uri, r.is_template, r.token, generated_.contains(r.uri), r.previous_tokens.size(),
+                   r.signature ? scheme_name(r.signature->scheme) : "",
+                   r.is_template ? template_live(r) : live_.contains(r.uri)});
   }
   return out;
 }

@@ -1,10 +1,13 @@
 #pragma once
 
-// The connector "resources": every webhook and poll resource of the
-// configuration (web_config.hpp), each listed by its exact URI. It also
-// answers POST /webhooks/resource-updated/{token}: fire() routes a token to
-// its resource, checks the call's signature where one is configured, and,
-// when something is subscribed, tells its live upstream.
+// The connector "resources": every webhook, poll, sql_polling and
+// nats_topic resource of the configuration (web_config.hpp), each listed by
+// its exact URI or its template (every URI the template matches is a
+// resource of its own, resource_template.hpp). It also answers POST
+// /webhooks/resource-updated/{token}: fire() routes a token to its resource
+// (a template's token with ?uri= naming which), checks the call's
+// signature where one is configured, and, when something is subscribed,
+// tells its live upstream.
 
 #include <chrono>
 #include <cstdint>
@@ -16,6 +19,7 @@
 
 #include <boost/asio/io_context.hpp>
 
+#include "core/uri_template.hpp"
 #include "sources/upstream.hpp"
 #include "sources/web/web_config.hpp"
 
@@ -26,21 +30,24 @@ class webhook_upstream;
 // One POST /webhooks/resource-updated/{token}.
 struct webhook_call {
   std::string_view token;
+  std::string_view uri;  // ?uri=: which resource of a template's token
   std::string_view body;
   header_lookup headers;
   std::chrono::system_clock::time_point now;
 };
 
 struct webhook_answer {
-  unsigned status = 200;  // 404 unknown token, 401 bad signature, 409 a replay
-  std::string uri;        // 200: the resource fired
+  unsigned status =
+      200;          // 404 unknown token, 400 a template's without ?uri=, 401 bad signature, 409 a replay
+  std::string uri;  // 200: the resource fired
   std::string error;
 };
 
 // A webhook resource as an operator's admin view shows it (the token in
 // full: GET /admin/v1/webhooks is how a generated one is learnt).
 struct webhook_info {
-  std::string uri;
+  std::string uri;  // a template's: POST with ?uri= naming one of its URIs
+  bool is_template = false;
   std::string token;
   bool generated = false;
   std::size_t previous_tokens = 0;
@@ -76,6 +83,11 @@ class web_connector final : public connector {
 
  private:
   const web_resource_config* find(std::string_view uri) const;
+  // The resource of `uri`: configured as such, or a template's instance;
+  // nullopt with *error saying why not.
+  std::optional<web_resource_config> resolve(std::string_view uri, std::string* error) const;
+  // Whether a URI the template matches is subscribed now.
+  bool template_live(const web_resource_config& r) const;
 
   boost::asio::io_context& ioc_;
   web_config cfg_;
@@ -86,8 +98,9 @@ class web_connector final : public connector {
   // resource runs the query for all of them, closed by stop() if still running.
   std::map<std::string, std::pair<std::uint64_t, std::unique_ptr<upstream>>> one_shots_;  // by uri
   std::uint64_t next_one_shot_ = 0;
-  std::shared_ptr<char> lifetime_ = std::make_shared<char>();  // posted handlers check it
-  std::map<std::string, replay_guard, std::less<>> replays_;   // uri -> signatures accepted lately
+  std::shared_ptr<char> lifetime_ = std::make_shared<char>();         // posted handlers check it
+  std::map<std::string, replay_guard, std::less<>> replays_;          // uri -> signatures accepted lately
+  std::map<std::string, core::uri_template, std::less<>> templates_;  // parsed, by template text
 };
 
 // A random UUIDv4 (from the OS's random source).

@@ -36,7 +36,7 @@ class webhook_upstream final : public upstream {
 
  private:
   boost::asio::io_context& ioc_;
-  const web_resource_config& resource_;
+  const web_resource_config resource_;  // its own copy: a template's instance lives nowhere else
   std::function<void()> on_close_;
   handlers handlers_;
   std::shared_ptr<net::http_call> reading_;

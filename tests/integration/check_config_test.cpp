@@ -181,6 +181,20 @@ TEST_CASE("tidingsd --check-config rejects bad values, naming the setting", "[co
   SECTION("non-loopback listen without tenants") {
     require_refused("listen: 0.0.0.0:8080\n", "listen: refusing to listen on 0.0.0.0", "configure tenants");
   }
+  SECTION("resource templates") {
+    const std::string head = "upstreams:\n  resources:\n    - ";
+    require_refused(head +
+                        "uri_template: \"drive://file/{id}\"\n"
+                        "      backend: {url: \"http://127.0.0.1:9/files/{idd}\"}\n"
+                        "      watch: {strategy: {type: poll}}\n",
+                    "upstreams.resources: resource template drive://file/{id}: ",
+                    "backend.url names {idd}, which is not a variable of the template");
+    require_refused(head + "uri_template: drive://file\n      watch: {strategy: {type: webhook}}\n",
+                    "upstreams.resources: resource template drive://file ",
+                    "has no {variable}: write it as uri:");
+    require_refused(head + "{uri: a://b, uri_template: \"a://{b}\", watch: {strategy: {type: webhook}}}\n",
+                    "upstreams.resources[0]: ", "has uri and uri_template");
+  }
 }
 
 TEST_CASE("tidingsd --check-config rejects bad tenant keys and scopes", "[config][check]") {

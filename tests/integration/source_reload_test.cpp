@@ -54,10 +54,6 @@ struct reloading_node {
   }
 };
 
-std::string uri_target(const std::string& uri) {
-  return "/v1/sse?uri=" + client::url_encode(uri);
-}
-
 json sources_now(const client::endpoint& ep) {
   auto r = client::request(ep, "GET", "/v1/sources");
   INFO(r.body);

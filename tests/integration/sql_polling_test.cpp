@@ -1,7 +1,8 @@
 // sql_polling through the real tidingsd against a real PostgreSQL (issue
 // 24, seeds/001): a tracking query's value that moves is a change, one that
-// stays is none, a read without a source runs the query once, and a query of
-// the wrong shape is refused with what it returned.
+// stays is none, a read without a source runs the query once, a query of
+// the wrong shape is refused with what it returned, and a template's URIs
+// each run the query with their variable as a parameter.
 
 #include <catch2/catch.hpp>
 
@@ -24,10 +25,6 @@ using namespace tidings;
 using namespace tidings::testing;
 using nlohmann::json;
 
-std::string uri_target(const std::string& uri) {
-  return "/v1/sse?uri=" + client::url_encode(uri);
-}
-
 client::http_response read_resource(const client::endpoint& ep, const std::string& uri) {
   return client::request(ep, "GET", "/v1/resources/read?uri=" + client::url_encode(uri));
 }
@@ -41,6 +38,8 @@ TEST_CASE("sql_polling through tidingsd: the tracking value moving is a change, 
   pg_query(pg.conninfo(), "INSERT INTO orders (updated_at) VALUES (1)");
   // The tracking query counts its own runs, so the test can await polls.
   pg_query(pg.conninfo(), "CREATE TABLE polls (n int NOT NULL); INSERT INTO polls VALUES (0)");
+  pg_query(pg.conninfo(), "CREATE TABLE accounts (name text PRIMARY KEY, version bigint NOT NULL)");
+  pg_query(pg.conninfo(), "INSERT INTO accounts VALUES ('o''brien', 7), ('x', 1)");
   pg_query(pg.conninfo(),
            "CREATE FUNCTION tracked() RETURNS bigint LANGUAGE sql AS "
            "$$ UPDATE polls SET n = n + 1; SELECT max(updated_at) FROM orders $$");
@@ -57,7 +56,12 @@ TEST_CASE("sql_polling through tidingsd: the tracking value moving is a change, 
                         "    - uri: db://rows\n"
                         "      watch: {strategy: {type: sql_polling, conninfo: \""
                      << pg.conninfo()
-                     << "\", query: \"SELECT id, updated_at FROM orders\", interval_ms: 100}}\n";
+                     << "\", query: \"SELECT id, updated_at FROM orders\", interval_ms: 100}}\n"
+                        "    - uri_template: \"db://account/{name}\"\n"
+                        "      watch: {strategy: {type: sql_polling, conninfo: \""
+                     << pg.conninfo()
+                     << "\", query: \"SELECT version FROM accounts WHERE name = $1\", params: [\"{name}\"], "
+                        "interval_ms: 100}}\n";
   tidingsd_process node(dir.path() / "data", {"--config", cfg.string(), "--source-backoff-ms", "50"});
   auto ep = node.endpoint();
 
@@ -96,4 +100,17 @@ TEST_CASE("sql_polling through tidingsd: the tracking value moving is a change, 
   REQUIRE(got.events.size() == 1);
   CHECK(got.events[0].data.dump().find("\"3\"") != std::string::npos);
   CHECK(got.events[0].data.dump().find("\"2\"") != std::string::npos);  // the old value, beside the new
+
+  // A template: each URI's variable is the query's $1, a parameter (a
+  // quote in it is data, not SQL).
+  auto account = read_resource(ep, "db://account/o'brien");
+  REQUIRE(account.status == 200);
+  CHECK(json::parse(account.body) == json{{"value", "7"}});
+  client::sse_stream x(ep, uri_target("db://account/x"));
+  await_hello(x);
+  pg_query(pg.conninfo(), "UPDATE accounts SET version = 2 WHERE name = 'x'");
+  got = collect_data_events(x, 1, 10s);
+  REQUIRE(got.events.size() == 1);
+  CHECK(got.events[0].data["uri"] == "db://account/x");
+  CHECK(got.events[0].data.dump().find("\"2\"") != std::string::npos);
 }

@@ -47,10 +47,6 @@ client::http_response fire(const client::endpoint& ep, const std::string& token,
   return client::request(ep, "POST", "/webhooks/resource-updated/" + token, "{\"ignored\":true}", headers);
 }
 
-std::string uri_target(const std::string& uri) {
-  return "/v1/sse?uri=" + client::url_encode(uri);
-}
-
 // tidingsd with this config, expected to refuse to start; run to its end.
 command_result run_refused(const temp_dir& dir, const std::filesystem::path& cfg) {
   return run_command(

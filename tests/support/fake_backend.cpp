@@ -38,7 +38,7 @@ void fake_backend::accept() {
   });
 }
 
-void fake_backend::serve(std::shared_ptr<tcp::socket> socket) {
+void fake_backend::serve(const std::shared_ptr<tcp::socket>& socket) {
   auto buffer = std::make_shared<boost::beast::flat_buffer>();
   auto req = std::make_shared<http::request<http::string_body>>();
   http::async_read(*socket, *buffer, *req,
@@ -50,6 +50,10 @@ void fake_backend::serve(std::shared_ptr<tcp::socket> socket) {
                        std::lock_guard lock(mutex_);
                        last_method_ = std::string(req->method_string());
                        last_body_ = req->body();
+                       targets_.emplace_back(req->target());
+                       last_headers_.clear();
+                       for (const auto& f : *req)
+                         last_headers_[std::string(f.name_string())] = std::string(f.value());
                        res->result(static_cast<unsigned>(status_));
                        res->set(http::field::content_type, content_type_);
                        res->body() = body_;
@@ -72,6 +76,17 @@ std::string fake_backend::last_method() const {
 std::string fake_backend::last_body() const {
   std::lock_guard lock(mutex_);
   return last_body_;
+}
+
+std::vector<std::string> fake_backend::targets() const {
+  std::lock_guard lock(mutex_);
+  return targets_;
+}
+
+std::string fake_backend::last_header(const std::string& name) const {
+  std::lock_guard lock(mutex_);
+  auto it = last_headers_.find(name);
+  return it == last_headers_.end() ? std::string() : it->second;
 }
 
 }  // namespace tidings::testing

@@ -6,10 +6,12 @@
 // keeping the last one's method and body.
 
 #include <atomic>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
@@ -29,16 +31,21 @@ class fake_backend {
   // The last request's method and body.
   std::string last_method() const;
   std::string last_body() const;
+  // Every request's target, in order; the last request's header (as sent).
+  std::vector<std::string> targets() const;
+  std::string last_header(const std::string& name) const;
 
  private:
   void accept();
-  void serve(std::shared_ptr<boost::asio::ip::tcp::socket> socket);
+  void serve(const std::shared_ptr<boost::asio::ip::tcp::socket>& socket);
 
   boost::asio::io_context ioc_;
   boost::asio::ip::tcp::acceptor acceptor_;
   mutable std::mutex mutex_;
   std::string last_method_;
   std::string last_body_;
+  std::vector<std::string> targets_;
+  std::map<std::string, std::string> last_headers_;
   int status_ = 200;
   std::string body_ = "{}";
   std::string content_type_ = "application/json";

@@ -14,6 +14,10 @@ std::string string_field(const nlohmann::json& j, const char* name, const std::s
 
 }  // namespace
 
+std::string uri_target(const std::string& uri) {
+  return "/v1/sse?uri=" + client::url_encode(uri);
+}
+
 std::string sse_target(const std::vector<std::string>& selectors, const std::string& since) {
   std::string target = "/v1/sse";
   char sep = '?';

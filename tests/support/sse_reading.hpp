@@ -22,6 +22,8 @@ namespace tidings::testing {
 
 // "/v1/sse?stream=A&stream=B[&since=...]", every value percent-encoded.
 std::string sse_target(const std::vector<std::string>& selectors, const std::string& since = {});
+// "/v1/sse?uri=URI": a session on a resource's source stream.
+std::string uri_target(const std::string& uri);
 
 // One unnamed SSE message, its data decoded.
 struct data_event {
