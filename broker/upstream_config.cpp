@@ -38,10 +38,11 @@ bool read_tls(yaml_reader& r, const Node& n, const std::string& path, net::tls_s
   return true;
 }
 
-// PostgreSQL's TLS settings (postgres: and sql_polling): libpq reads the
-// files when it connects; a context is made from them here only so that a
-// bad file stops the start, naming the setting.
-bool read_libpq_tls(yaml_reader& r, const Node& n, const std::string& path, net::tls_settings* out) {
+// TLS settings of a client that reads the files itself when it connects
+// (libpq for postgres: and sql_polling, libnats for nats_topic): a context
+// is made from them here only so that a bad file stops the start, naming
+// the setting.
+bool read_checked_tls(yaml_reader& r, const Node& n, const std::string& path, net::tls_settings* out) {
   if (!read_tls(r, n, path, out)) return false;
   if (std::string error; out->any() && !net::make_tls_client_context(*out, &error))
     return r.fail(path, error);
@@ -217,7 +218,7 @@ bool parse_postgres(yaml_reader& r, const Node& section, upstreams_config* out) 
     c.name = name;
     if (!s["conninfo"]) return r.fail(path, "needs conninfo (a libpq connection string)");
     if (!r.text(s["conninfo"], path + ".conninfo", &c.conninfo)) return false;
-    if (!read_libpq_tls(r, s, path, &c.tls)) return false;
+    if (!read_checked_tls(r, s, path, &c.tls)) return false;
     if (s["path_field"] && !r.text(s["path_field"], path + ".path_field", &c.path_field)) return false;
     if (s["connect_timeout_ms"] &&
         !r.millis(s["connect_timeout_ms"], path + ".connect_timeout_ms", &c.connect_timeout))
@@ -336,7 +337,7 @@ bool parse_sql_polling(yaml_reader& r, const Node& s, const std::string& spath,
   if (s["params"] && !r.texts(s["params"], spath + ".params", &sql.params)) return false;
   if (s["interval_ms"] && !r.millis(s["interval_ms"], spath + ".interval_ms", &out->interval)) return false;
   if (s["timeout_ms"] && !r.millis(s["timeout_ms"], spath + ".timeout_ms", &sql.timeout)) return false;
-  if (!read_libpq_tls(r, s, spath, &sql.tls)) return false;
+  if (!read_checked_tls(r, s, spath, &sql.tls)) return false;
   return true;
 }
 
@@ -369,12 +370,16 @@ bool parse_nats_topic(yaml_reader& r, const Node& s, const std::string& spath,
   for (std::string_view rest = nats.url; !rest.empty();) {
     auto one = rest.substr(0, rest.find(','));
     rest.remove_prefix(std::min(rest.size(), one.size() + 1));
-    auto host = one.substr(std::min(one.size(), std::string_view("nats://").size()));
+    bool tls = one.starts_with("tls://");
+    auto host = one.substr(std::min(one.size(), std::string_view(tls ? "tls://" : "nats://").size()));
     host = host.substr(host.find('@') == std::string_view::npos ? 0 : host.find('@') + 1);
-    if (!one.starts_with("nats://") || host.empty() || host.front() == ':')
-      return r.fail(spath + ".url", "must be nats://HOST:PORT (comma-separated for several servers), not '" +
-                                        std::string(one) + "'");
+    if (!(one.starts_with("nats://") || tls) || host.empty() || host.front() == ':')
+      return r.fail(
+          spath + ".url",
+          "must be nats://HOST:PORT or tls://HOST:PORT (comma-separated for several servers), not '" +
+              std::string(one) + "'");
   }
+  if (!read_checked_tls(r, s, spath, &nats.tls)) return false;
   if (!s["subject"]) return r.fail(spath, "needs subject (e.g. inventory.updates)");
   if (!r.text(s["subject"], spath + ".subject", &nats.subject)) return false;
   if (!nats_subject(nats.subject))
@@ -431,9 +436,12 @@ bool parse_resource(yaml_reader& r, const Node& n, const std::string& path,
   std::string type;
   if (!s["type"] || !r.text(s["type"], spath + ".type", &type)) return r.fail(spath, "needs type");
   if (type != "sql_polling")
-    for (const char* key :
-         {"conninfo", "query", "params", "ca_file", "client_cert", "client_key", "insecure_skip_verify"})
+    for (const char* key : {"conninfo", "query", "params"})
       if (s[key]) return r.fail(spath + "." + key, "is for sql_polling only");
+  if (type != "sql_polling" && type != "nats_topic")
+    for (const char* key : {"ca_file", "client_cert", "client_key", "insecure_skip_verify"})
+      if (s[key])
+        return r.fail(spath + "." + key, "is for sql_polling and nats_topic only (a backend has its own)");
   if (type != "nats_topic")
     for (const char* key : {"url", "subject"})
       if (s[key]) return r.fail(spath + "." + key, "is for nats_topic only");
@@ -539,8 +547,10 @@ json settings_of(const sources::web::web_config& c) {
                     {"timeout_ms", r.sql->timeout.count()},
                     {"tls", settings_of(r.sql->tls)}};
     if (r.nats)
-      one["nats"] = {
-          {"url", r.nats->url}, {"subject", r.nats->subject}, {"timeout_ms", r.nats->timeout.count()}};
+      one["nats"] = {{"url", r.nats->url},
+                     {"subject", r.nats->subject},
+                     {"timeout_ms", r.nats->timeout.count()},
+                     {"tls", settings_of(r.nats->tls)}};
     if (r.backend)
       one["backend"] = {{"url", r.backend->url},
                         {"method", r.backend->method},

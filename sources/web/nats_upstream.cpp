@@ -1,11 +1,13 @@
 #include "sources/web/nats_upstream.hpp"
 
 #include <nats/nats.h>
+#include <openssl/x509.h>
 
 #include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <cstdlib>
 #include <mutex>
 #include <string>
 #include <thread>
@@ -15,6 +17,7 @@
 
 #include "core/read_extraction.hpp"
 #include "logging/log.hpp"
+#include "net/tls_context.hpp"
 #include "sources/web/backend_read.hpp"
 
 namespace tidings::sources::web {
@@ -31,6 +34,33 @@ std::int64_t now_ms() {
       .count();
 }
 
+// The host of the first server in a nats_topic url ("tls://u:p@h:4222,..." -> "h").
+std::string first_host(std::string_view url) {
+  url = url.substr(0, url.find(','));
+  if (auto scheme = url.find("://"); scheme != std::string_view::npos) url.remove_prefix(scheme + 3);
+  if (auto at = url.rfind('@'); at != std::string_view::npos) url.remove_prefix(at + 1);
+  if (url.starts_with('[')) return std::string(url.substr(1, url.find(']') - 1));
+  return std::string(url.substr(0, url.find(':')));
+}
+
+// libnats's TLS: secure when the url says tls:// or any setting is given;
+// the CA file or the system's bundle, the client certificate, and the first
+// server's host name checked (libnats checks none unless told).
+natsStatus set_tls(natsOptions* opts, const nats_topic_config& cfg) {
+  const auto& t = cfg.tls;
+  if (!t.any() && cfg.url.find("tls://") == std::string::npos) return NATS_OK;
+  auto s = natsOptions_SetSecure(opts, true);
+  if (s == NATS_OK)
+    s = natsOptions_LoadCATrustedCertificates(
+        opts, t.ca_file.empty() ? X509_get_default_cert_file() : t.ca_file.c_str());
+  if (s == NATS_OK && !t.client_cert.empty())
+    s = natsOptions_LoadCertificatesChain(opts, t.client_cert.c_str(), t.client_key.c_str());
+  if (s == NATS_OK && t.insecure_skip_verify) s = natsOptions_SkipServerVerification(opts, true);
+  if (s == NATS_OK && !t.insecure_skip_verify)
+    s = natsOptions_SetExpectedHostname(opts, first_host(cfg.url).c_str());
+  return s;
+}
+
 std::string describe(natsStatus s) {
   std::string out = natsStatus_GetText(s);
   natsStatus last = NATS_OK;
@@ -39,6 +69,15 @@ std::string describe(natsStatus s) {
   if (detail.starts_with('(')) {
     auto end = detail.find("): ");
     if (end != std::string::npos) detail.erase(0, end + 3);
+  }
+  // A failed verification comes as "SSL handshake error: 20:unable to get
+  // local issuer certificate:depth=0:...": named as the HTTP upstreams name it.
+  static constexpr std::string_view handshake = "SSL handshake error: ";
+  if (auto at = detail.find(handshake); at != std::string::npos) {
+    const char* code = detail.c_str() + at + handshake.size();
+    char* end = nullptr;
+    long verify = std::strtol(code, &end, 10);
+    if (end != code && *end == ':') return "TLS handshake failed: " + net::tls_failure_reason(verify, {});
   }
   if (!detail.empty() && detail != out) out += " (" + detail + ")";
   return out;
@@ -169,30 +208,34 @@ void nats_upstream::subscribe(handlers h) {
   bridge_ = b;
   auto id = enlist(b);
   bridge_id_ = id;
-  const auto& cfg = *resource_.nats;
+  const auto cfg = *resource_.nats;  // a copy for the thread
   // Connecting blocks (up to the timeout): on a thread of its own, which
   // hands the connection over unless the upstream closed meanwhile.
-  std::thread([b, id, url = cfg.url, subject = cfg.subject, timeout = cfg.timeout.count()] {
+  std::thread([b, id, cfg] {
     // A number in pointer's clothing, never dereferenced: find() looks it up.
     auto* closure = reinterpret_cast<void*>(id);  // NOLINT(performance-no-int-to-ptr)
     natsOptions* opts = nullptr;
     natsConnection* conn = nullptr;
     natsSubscription* sub = nullptr;
     auto s = natsOptions_Create(&opts);
-    if (s == NATS_OK) s = natsOptions_SetURL(opts, url.c_str());
+    if (s == NATS_OK) s = natsOptions_SetURL(opts, cfg.url.c_str());
     if (s == NATS_OK) s = natsOptions_SetName(opts, "tidings");
-    if (s == NATS_OK) s = natsOptions_SetTimeout(opts, timeout);
+    if (s == NATS_OK) s = natsOptions_SetTimeout(opts, cfg.timeout.count());
     if (s == NATS_OK) s = natsOptions_SetMaxReconnect(opts, -1);
     if (s == NATS_OK) s = natsOptions_SetReconnectWait(opts, reconnect_wait_ms);
     if (s == NATS_OK) s = natsOptions_SetDisconnectedCB(opts, nats_disconnected, closure);
     if (s == NATS_OK) s = natsOptions_SetReconnectedCB(opts, nats_reconnected, closure);
-    if (s == NATS_OK) s = natsConnection_Connect(&conn, opts);
     std::string error;
-    if (s != NATS_OK) error = "cannot connect to " + url + ": " + describe(s);
-    if (s == NATS_OK) s = natsConnection_Subscribe(&sub, conn, subject.c_str(), nats_message, closure);
+    if (s == NATS_OK) {
+      s = set_tls(opts, cfg);
+      if (s != NATS_OK) error = "TLS settings refused: " + describe(s);
+    }
+    if (s == NATS_OK) s = natsConnection_Connect(&conn, opts);
+    if (s != NATS_OK && error.empty()) error = "cannot connect to " + cfg.url + ": " + describe(s);
+    if (s == NATS_OK) s = natsConnection_Subscribe(&sub, conn, cfg.subject.c_str(), nats_message, closure);
     // The server's answer to a PING: the subscription is in place.
-    if (s == NATS_OK) s = natsConnection_FlushTimeout(conn, timeout);
-    if (s != NATS_OK && error.empty()) error = "cannot subscribe to " + subject + ": " + describe(s);
+    if (s == NATS_OK) s = natsConnection_FlushTimeout(conn, cfg.timeout.count());
+    if (s != NATS_OK && error.empty()) error = "cannot subscribe to " + cfg.subject + ": " + describe(s);
     natsOptions_Destroy(opts);
     std::lock_guard lock(b->mutex);
     const bool cancelled = b->closed;

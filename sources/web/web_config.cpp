@@ -1,6 +1,5 @@
 #include "sources/web/web_config.hpp"
 
-#include <algorithm>
 #include <map>
 
 #include "core/uri_template.hpp"
@@ -23,15 +22,8 @@ std::vector<std::string> check_web_config(const web_config& cfg) {
       } else if (parsed->variable_names().empty()) {
         errors.push_back("resource template " + r.uri + " has no {variable}: write it as uri:");
       } else {
-        auto names = parsed->variable_names();
-        for (const auto& [field, text] : templated_fields(r))
-          for (const auto& name : placeholders(text))
-            if (std::find(names.begin(), names.end(), name) == names.end()) {
-              std::string error = "resource template " + r.uri + ": ";
-              error += field;
-              error += " names {" + name + "}, which is not a variable of the template";
-              errors.push_back(std::move(error));
-            }
+        auto problems = template_problems(r, parsed->variable_names());
+        errors.insert(errors.end(), problems.begin(), problems.end());
       }
     }
     if (r.kind == strategy::poll && !r.backend)

@@ -62,8 +62,12 @@ struct sql_poll_config {
 // nats_topic (seeds/001): any message on the subject means the resource
 // changed; the payload is not inspected.
 struct nats_topic_config {
-  // nats://[user:password@]host:port; several, comma-separated, for a NATS cluster.
+  // nats://[user:password@]host:port; several, comma-separated, for a NATS
+  // cluster. tls:// (or any TLS setting) makes it TLS.
   std::string url = "nats://127.0.0.1:4222";
+  // ca_file (else the system's CAs), client_cert + client_key, and
+  // insecure_skip_verify; the host name is always checked otherwise.
+  net::tls_settings tls;
   std::string subject;  // wildcards (*, >) as NATS has them
   // Bounds connecting, subscribing and each reconnect attempt.
   std::chrono::milliseconds timeout{10000};
@@ -103,7 +107,8 @@ struct web_resource_config {
 
   // Its backend's TLS peer goes unchecked (insecure_skip_verify).
   bool tls_unverified() const {
-    return (backend && backend->tls.insecure_skip_verify) || (sql && sql->tls.insecure_skip_verify);
+    return (backend && backend->tls.insecure_skip_verify) || (sql && sql->tls.insecure_skip_verify) ||
+           (nats && nats->tls.insecure_skip_verify);
   }
   // Polled on an interval (poll, sql_polling), so the floor applies.
   bool polled() const { return kind == strategy::poll || kind == strategy::sql_polling; }

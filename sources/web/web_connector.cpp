@@ -95,25 +95,29 @@ const web_resource_config* web_connector::find(std::string_view uri) const {
   return nullptr;
 }
 
-std::optional<web_resource_config> web_connector::resolve(std::string_view uri, std::string* error) const {
-  if (const auto* r = find(uri)) return *r;
+const web_resource_config* web_connector::owner(std::string_view uri) const {
+  if (const auto* r = find(uri)) return r;
   // The first template that matches, as routing chose this connector.
   for (const auto& r : cfg_.resources) {
     if (!r.is_template) continue;
     auto t = templates_.find(r.uri);
-    if (t == templates_.end()) continue;
-    auto instance = instantiate(r, t->second, uri, error);
-    if (instance || !error->empty()) return instance;
+    if (t != templates_.end() && t->second.match(uri)) return &r;
   }
-  *error = std::string(uri) + " is not a configured resource, nor one of a configured template";
-  return std::nullopt;
+  return nullptr;
+}
+
+std::optional<web_resource_config> web_connector::resolve(std::string_view uri, std::string* error) const {
+  const auto* r = owner(uri);
+  if (!r) {
+    *error = std::string(uri) + " is not a configured resource, nor one of a configured template";
+    return std::nullopt;
+  }
+  if (!r->is_template) return *r;
+  return instantiate(*r, templates_.at(r->uri), uri, error);
 }
 
 bool web_connector::template_live(const web_resource_config& r) const {
-  auto t = templates_.find(r.uri);
-  return t != templates_.end() && std::any_of(live_.begin(), live_.end(), [&](const auto& entry) {
-           return t->second.match(entry.first).has_value();
-         });
+  return std::any_of(live_.begin(), live_.end(), [&](const auto& entry) { return owner(entry.first) == &r; });
 }
 
 std::unique_ptr<upstream> web_connector::open(const std::string& uri, std::string* error) {
@@ -217,8 +221,9 @@ webhook_answer web_connector::fire(const webhook_call& call) {
   if (match->is_template) {
     if (call.uri.empty())
       return {400, {}, "this token is resource template " + match->uri + "'s: name the resource with ?uri="};
-    auto t = templates_.find(match->uri);
-    if (t == templates_.end() || !t->second.match(call.uri))
+    // Only a URI this template serves: not an exact resource's, nor one an
+    // earlier template matches (each has its own token and signature).
+    if (owner(call.uri) != match)
       return {400, {}, "?uri=" + std::string(call.uri) + " is not a URI of resource template " + match->uri};
     uri = call.uri;
   }

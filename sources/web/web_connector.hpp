@@ -83,6 +83,9 @@ class web_connector final : public connector {
 
  private:
   const web_resource_config* find(std::string_view uri) const;
+  // The resource serving `uri`: the one configured as such, else the first
+  // template that matches it; null for none.
+  const web_resource_config* owner(std::string_view uri) const;
   // The resource of `uri`: configured as such, or a template's instance;
   // nullopt with *error saying why not.
   std::optional<web_resource_config> resolve(std::string_view uri, std::string* error) const;

@@ -16,6 +16,7 @@
 #include "tests/support/bounded_poll.hpp"
 #include "tests/support/nats_server.hpp"
 #include "tests/support/sse_reading.hpp"
+#include "tests/support/test_pki.hpp"
 #include "tests/support/tidingsd_process.hpp"
 
 namespace {
@@ -91,4 +92,48 @@ TEST_CASE(
   CHECK(nowhere.body.find("bus://nowhere: cannot connect to nats://127.0.0.1:1: No server available for "
                           "connection") != std::string::npos);
   CHECK(nowhere.body.find("conn.c") == std::string::npos);
+}
+
+TEST_CASE(
+    "nats_topic over TLS: verified against the CA file and the host name, refused otherwise, naming why",
+    "[sources][nats][tls]") {
+  temp_dir dir;
+  test_ca ca(dir.path().string(), "nats");
+  auto leaf = ca.issue("localhost", {"localhost", {"DNS:localhost"}});
+  nats_server nats(nats_server::tls_files{leaf.cert, leaf.key, ca.files().cert});
+  const auto port = std::to_string(nats.port());
+  auto cfg = dir.path() / "tidings.yaml";
+  auto resource = [&](const std::string& uri, const std::string& url, const std::string& extra) {
+    return "    - uri: " + uri + "\n      watch: {strategy: {type: nats_topic, url: \"" + url +
+           "\", subject: stock, timeout_ms: 2000" + extra + "}}\n";
+  };
+  std::ofstream(cfg) << "upstreams:\n  resources:\n"
+                     << resource("bus://tls", nats.url(), ", ca_file: \"" + ca.files().cert + "\"")
+                     << resource("bus://unknown-ca", nats.url(), "")
+                     << resource("bus://other-name", "tls://127.0.0.1:" + port,
+                                 ", ca_file: \"" + ca.files().cert + "\"")
+                     << resource("bus://plain", "nats://localhost:" + port, "");
+  tidingsd_process node(dir.path() / "data", {"--config", cfg.string(), "--source-backoff-ms", "50"});
+  auto ep = node.endpoint();
+
+  client::sse_stream session(ep, uri_target("bus://tls"));
+  await_hello(session);
+  REQUIRE(poll_until(10s, [&] { return source_of(ep, "bus://tls").value("state", "") == "running"; }));
+  nats.publish("stock", "{}");
+  auto got = collect_data_events(session, 1, 10s);
+  REQUIRE(got.events.size() == 1);
+  CHECK(got.events[0].type == "CHANGED");
+
+  // Each refused at subscribe, the reason in the answer.
+  for (const auto& [uri, reason] : std::vector<std::pair<std::string, std::string>>{
+           {"bus://unknown-ca",
+            ": TLS handshake failed: unknown CA (unable to get local issuer certificate)"},
+           {"bus://other-name", ": TLS handshake failed: name mismatch (IP address mismatch)"},
+           {"bus://plain", "cannot connect to nats://localhost:" + port}}) {
+    auto refused = client::request(ep, "GET", uri_target(uri), "", {}, 10s);
+    INFO(uri << ": " << refused.body);
+    CHECK(refused.status == 502);
+    CHECK(refused.body.find(uri + ": cannot connect to ") != std::string::npos);
+    CHECK(refused.body.find(reason) != std::string::npos);
+  }
 }

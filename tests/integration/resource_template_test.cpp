@@ -3,7 +3,7 @@
 // each URI's variables (one source, one backend URL per URI), and a webhook
 // template whose token names its resource with ?uri=. Backends are a local
 // HTTP server; sql_polling's parameters are tested against PostgreSQL in
-// tests/sources/web.
+// sql_polling_test.cpp.
 
 #include <catch2/catch.hpp>
 
@@ -51,6 +51,8 @@ upstreams:
         body: '{"file": "{id}"}'
         headers: {X-File: "{id}"}
       watch: {strategy: {type: poll, interval_ms: 200}}
+    - uri: hook://orders/vip
+      watch: {strategy: {type: webhook, token: vip-token-0123456789}}
     - uri_template: "hook://orders/{order}"
       watch: {strategy: {type: webhook, token: order-token-0123456789}}
 )";
@@ -60,7 +62,7 @@ upstreams:
   auto resources = client::request(ep, "GET", "/v1/resources");
   REQUIRE(resources.status == 200);
   auto listed = json::parse(resources.body);
-  REQUIRE(listed.size() == 2);
+  REQUIRE(listed.size() == 3);
   CHECK(listed[0]["uri"] == "drive://file/{id}");
   CHECK(listed[0]["template"] == true);
   CHECK(listed[0]["example"] == "drive://file/abc");
@@ -97,18 +99,30 @@ upstreams:
   CHECK(foreign.status == 400);
   CHECK(json::parse(foreign.body)["error"] ==
         "?uri=hook://other/1 is not a URI of resource template hook://orders/{order}");
+  // An exact resource the template also matches keeps its own token.
+  auto vip = post(ep, hook + "?uri=" + client::url_encode("hook://orders/vip"));
+  CHECK(vip.status == 400);
   client::sse_stream nine(ep, uri_target("hook://orders/9"));
   await_hello(nine);
   client::sse_stream ten(ep, uri_target("hook://orders/10"));
   await_hello(ten);
+  // The URI named fires its own source only.
+  auto events_of = [&](const std::string& uri) {
+    for (const auto& s : json::parse(client::request(ep, "GET", "/v1/sources").body))
+      if (s["uri"] == uri) return s["events"].get<int>();
+    return -1;
+  };
   auto fired = post(ep, hook + "?uri=" + client::url_encode("hook://orders/9"));
   CHECK(fired.status == 200);
   CHECK(json::parse(fired.body) == json{{"ok", true}, {"uri", "hook://orders/9"}});
+  auto got = collect_data_events(nine, 1, 10s);
+  REQUIRE(got.events.size() == 1);
+  CHECK(got.events[0].type == "CHANGED");
+  CHECK(got.events[0].data["uri"] == "hook://orders/9");
+  CHECK(events_of("hook://orders/10") == 0);
   REQUIRE(post(ep, hook + "?uri=" + client::url_encode("hook://orders/10")).status == 200);
-  for (auto [session, uri] : {std::pair{&nine, "hook://orders/9"}, std::pair{&ten, "hook://orders/10"}}) {
-    auto got = collect_data_events(*session, 1, 10s);
-    REQUIRE(got.events.size() == 1);
-    CHECK(got.events[0].type == "CHANGED");
-    CHECK(got.events[0].data["uri"] == uri);
-  }
+  got = collect_data_events(ten, 1, 10s);
+  REQUIRE(got.events.size() == 1);
+  CHECK(got.events[0].data["uri"] == "hook://orders/10");
+  CHECK(events_of("hook://orders/9") == 1);
 }

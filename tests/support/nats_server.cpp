@@ -21,11 +21,15 @@ std::string binary() {
   throw std::runtime_error("nats_server: nats-server is not installed (Debian's nats-server package)");
 }
 
-// One connection attempt with a short timeout; its error, or "" when it worked.
-std::string try_connect(const std::string& url, natsConnection** out) {
+// One connection attempt with a short timeout; its error, or "" when it
+// worked. `ca`: TLS, trusting that CA and expecting "localhost".
+std::string try_connect(const std::string& url, const std::string& ca, natsConnection** out) {
   natsOptions* opts = nullptr;
   auto s = natsOptions_Create(&opts);
   if (s == NATS_OK) s = natsOptions_SetURL(opts, url.c_str());
+  if (s == NATS_OK && !ca.empty()) s = natsOptions_SetSecure(opts, true);
+  if (s == NATS_OK && !ca.empty()) s = natsOptions_LoadCATrustedCertificates(opts, ca.c_str());
+  if (s == NATS_OK && !ca.empty()) s = natsOptions_SetExpectedHostname(opts, "localhost");
   if (s == NATS_OK) s = natsOptions_SetTimeout(opts, 2000);
   if (s == NATS_OK) s = natsOptions_SetAllowReconnect(opts, false);
   if (s == NATS_OK) s = natsConnection_Connect(out, opts);
@@ -35,7 +39,7 @@ std::string try_connect(const std::string& url, natsConnection** out) {
 
 }  // namespace
 
-nats_server::nats_server() {
+nats_server::nats_server(std::optional<tls_files> tls) : tls_(std::move(tls)) {
   std::string pattern = (std::filesystem::temp_directory_path() / "tidings-nats-XXXXXX").string();
   if (!::mkdtemp(pattern.data())) throw std::runtime_error("nats_server: mkdtemp failed");
   dir_ = pattern;
@@ -50,7 +54,7 @@ nats_server::~nats_server() {
 }
 
 std::string nats_server::url() const {
-  return "nats://127.0.0.1:" + std::to_string(port_);
+  return (tls_ ? "tls://localhost:" : "nats://127.0.0.1:") + std::to_string(port_);
 }
 
 std::string nats_server::log() const {
@@ -63,7 +67,9 @@ void nats_server::start() {
   std::string why;
   for (int attempt = 0; attempt < (first ? 5 : 1); ++attempt) {
     if (first) port_ = pick_loopback_port();
-    pid_ = spawn_logged({binary(), "-a", "127.0.0.1", "-p", std::to_string(port_)}, log_path_, dir_);
+    std::vector<std::string> argv{binary(), "-a", "127.0.0.1", "-p", std::to_string(port_)};
+    if (tls_) argv.insert(argv.end(), {"--tls", "--tlscert", tls_->cert, "--tlskey", tls_->key});
+    pid_ = spawn_logged(argv, log_path_, dir_);
     if (await_ready(std::chrono::seconds(20), &why)) return;
     if (pid_ > 0) {
       ::kill(pid_, SIGKILL);
@@ -85,7 +91,7 @@ bool nats_server::await_ready(std::chrono::milliseconds timeout, std::string* wh
   bool ready = false;
   for (;;) {
     natsConnection* conn = nullptr;
-    auto error = try_connect(url(), &conn);
+    auto error = try_connect(url(), tls_ ? tls_->ca : std::string(), &conn);
     if (error.empty()) {
       natsConnection_Destroy(conn);
       ready = true;
@@ -116,7 +122,7 @@ void nats_server::stop() {
 
 void nats_server::publish(const std::string& subject, const std::string& payload) {
   natsConnection* conn = nullptr;
-  auto error = try_connect(url(), &conn);
+  auto error = try_connect(url(), tls_ ? tls_->ca : std::string(), &conn);
   if (!error.empty()) throw std::runtime_error("nats_server: publish: cannot connect: " + error);
   auto s = natsConnection_Publish(conn, subject.c_str(), payload.data(), static_cast<int>(payload.size()));
   if (s == NATS_OK) s = natsConnection_FlushTimeout(conn, 5000);

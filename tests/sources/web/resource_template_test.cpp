@@ -60,6 +60,27 @@ TEST_CASE("values that cannot be used are refused, naming the variable", "[resou
           "drive://file/a%0D%0AX-Evil:1: the value of {id} ('a\r\nX-Evil:1') cannot be part of a "
           "header: it holds a control character");
   }
+  SECTION("a path segment that would reach another resource of the backend") {
+    auto tmpl = poll_template();
+    for (const char* bad : {"drive://file/..", "drive://file/%2E%2E", "drive://file/.", "drive://file/"}) {
+      INFO(bad);
+      CHECK_FALSE(instantiate(tmpl, parsed(tmpl), bad, &error));
+      CHECK(error.find("cannot be a path segment of the backend's URL") != std::string::npos);
+    }
+    // In the query the same values are data.
+    auto ok = instantiate(tmpl, parsed(tmpl), "drive://file/x?rev=..", &error);
+    REQUIRE(ok);
+    CHECK(ok->backend->url == "https://api.example/files/x?rev=..&keep={literal}");
+  }
+  SECTION("a NUL in a query parameter") {
+    web_resource_config r;
+    r.uri = "db://account/{name}";
+    r.is_template = true;
+    r.kind = strategy::sql_polling;
+    r.sql.emplace().params = {"{name}"};
+    CHECK_FALSE(instantiate(r, parsed(r), "db://account/a%00b", &error));
+    CHECK(error.find("cannot be a query parameter: it holds NUL") != std::string::npos);
+  }
   SECTION("a NATS subject token with a dot or a wildcard") {
     web_resource_config r;
     r.uri = "bus://stock/{sku}";
@@ -88,7 +109,8 @@ TEST_CASE("values that cannot be used are refused, naming the variable", "[resou
 }
 
 TEST_CASE("placeholders and the config check", "[resource_template]") {
-  CHECK(placeholders(R"({"id": "{id}", "x": {a_1}} {} {a b} {-})") == std::vector<std::string>{"id", "a_1"});
+  CHECK(placeholders(R"({"id": "{id}", "x": {a_1}} {} {a b} {-} {file.id} {.x} {%41})") ==
+        std::vector<std::string>{"id", "a_1", "file.id", "%41"});
   web_config cfg;
   auto tmpl = poll_template();
   cfg.resources.push_back(tmpl);
@@ -99,6 +121,13 @@ TEST_CASE("placeholders and the config check", "[resource_template]") {
         "variable of the template");
   cfg.resources[0].backend->url = "https://api.example/files/{id}";
   CHECK(check_web_config(cfg).empty());
+  cfg.resources[0].backend->url = "https://{id}.api.example/files";
+  errors = check_web_config(cfg);
+  REQUIRE(errors.size() == 1);
+  CHECK(errors[0] ==
+        "resource template drive://file/{id}{?rev}: backend.url has {id} in its host or port: "
+        "variables may fill its path, query and fragment only");
+  cfg.resources[0].backend->url = "https://api.example/files/{id}";
   cfg.resources[0].uri = "drive://file/{id";
   errors = check_web_config(cfg);
   REQUIRE(errors.size() == 1);
