@@ -108,6 +108,11 @@ auth_outcome auth_service::authenticate(const http_request& req) const {
         "parameter or the tidings_token cookie)";
     return out;
   }
+  if (auto known = verified_.find(*token)) {
+    if (!recheck(*known)) return {std::move(known), 200, {}, core::token_problem::none};
+    // No longer good: verified afresh below, so the refusal says why.
+    verified_.forget(*token);
+  }
   auto table = tenants();  // one snapshot for the verify and the key it used
   auto verified = verify_token(*token, table->tenants, now_seconds());
   if (!verified.principal) {
@@ -126,6 +131,7 @@ auth_outcome auth_service::authenticate(const http_request& req) const {
   if (const auto* t = table->find(a->who.tenant))
     for (std::size_t i = 0; i < t->keys.size(); ++i)
       if (key_id(*t, i) == a->key_id) a->key_material = t->keys[i].material;
+  verified_.remember(*token, a);
   return {std::move(a), 200, {}, core::token_problem::none};
 }
 
@@ -185,6 +191,7 @@ std::optional<std::string> auth_service::reload(std::vector<tenant_spec> tenants
     std::unique_lock lock(mutex_);
     tenants_ = std::make_shared<tenant_table>(tenant_table{std::move(tenants)});
   }
+  verified_.clear();  // recheck() would refuse what a reload took away; this frees it sooner
   if (on_change_) on_change_();
   return std::nullopt;
 }

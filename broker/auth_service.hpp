@@ -20,6 +20,7 @@
 
 #include "broker/http_types.hpp"
 #include "broker/tenant_config.hpp"
+#include "broker/verified_tokens.hpp"
 #include "core/claims.hpp"
 #include "persistence/store.hpp"
 #include "relay/session_guard.hpp"
@@ -33,7 +34,6 @@ struct session_auth {
   std::string key_material;  // and what that key was, so a reload can tell it changed
   bool anonymous = false;    // the no-auth single-tenant mode
 };
-using session_auth_ptr = std::shared_ptr<const session_auth>;
 
 struct auth_outcome {
   session_auth_ptr auth;  // null: refused with status/error
@@ -79,6 +79,8 @@ class auth_service {
   std::unordered_set<std::string> revoked_jtis_;                    // tenant '\0' jti
   std::unordered_map<std::string, std::int64_t> revoked_subjects_;  // tenant '\0' sub -> at
   std::function<void()> on_change_;
+  // Verified lately: a hit skips the signature check, never recheck().
+  mutable verified_tokens verified_;
 };
 
 // A principal for the no-auth mode: tenant `default`, every grant, admin.
