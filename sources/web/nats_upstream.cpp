@@ -8,7 +8,9 @@
 #include <chrono>
 #include <cstdint>
 #include <cstdlib>
+#include <cstring>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <unordered_map>
@@ -34,13 +36,36 @@ std::int64_t now_ms() {
       .count();
 }
 
-// The host of the first server in a nats_topic url ("tls://u:p@h:4222,..." -> "h").
-std::string first_host(std::string_view url) {
+// The first server of a nats_topic url, "host:port" ("tls://u:p@h:4222,..." -> "h:4222").
+std::string first_server(std::string_view url) {
   url = url.substr(0, url.find(','));
   if (auto scheme = url.find("://"); scheme != std::string_view::npos) url.remove_prefix(scheme + 3);
   if (auto at = url.rfind('@'); at != std::string_view::npos) url.remove_prefix(at + 1);
-  if (url.starts_with('[')) return std::string(url.substr(1, url.find(']') - 1));
-  return std::string(url.substr(0, url.find(':')));
+  return std::string(url);
+}
+
+// Its host alone ("[::1]:4222" -> "::1").
+std::string first_host(std::string_view url) {
+  auto server = first_server(url);
+  if (server.starts_with('[')) return server.substr(1, server.find(']') - 1);
+  return server.substr(0, server.find(':'));
+}
+
+// The verification result of a TLS handshake that failed, from libnats's
+// last error on this thread ("SSL handshake error: 20:unable to get local
+// issuer certificate:depth=0:..."); nullopt when something else failed.
+std::optional<long> failed_verification() {
+  natsStatus last = NATS_OK;
+  const char* text = nats_GetLastError(&last);
+  if (!text) return std::nullopt;
+  static constexpr std::string_view handshake = "SSL handshake error: ";
+  const char* at = std::strstr(text, handshake.data());
+  if (!at) return std::nullopt;
+  const char* code = at + handshake.size();
+  char* end = nullptr;
+  long verify = std::strtol(code, &end, 10);
+  if (end == code || *end != ':') return std::nullopt;
+  return verify;
 }
 
 // libnats's TLS: secure when the url says tls:// or any setting is given;
@@ -70,15 +95,9 @@ std::string describe(natsStatus s) {
     auto end = detail.find("): ");
     if (end != std::string::npos) detail.erase(0, end + 3);
   }
-  // A failed verification comes as "SSL handshake error: 20:unable to get
-  // local issuer certificate:depth=0:...": named as the HTTP upstreams name it.
-  static constexpr std::string_view handshake = "SSL handshake error: ";
-  if (auto at = detail.find(handshake); at != std::string::npos) {
-    const char* code = detail.c_str() + at + handshake.size();
-    char* end = nullptr;
-    long verify = std::strtol(code, &end, 10);
-    if (end != code && *end == ':') return "TLS handshake failed: " + net::tls_failure_reason(verify, {});
-  }
+  // Named as the HTTP upstreams name it.
+  if (auto verify = failed_verification())
+    return "TLS handshake failed: " + net::tls_failure_reason(*verify, {});
   if (!detail.empty() && detail != out) out += " (" + detail + ")";
   return out;
 }
@@ -231,7 +250,12 @@ void nats_upstream::subscribe(handlers h) {
       if (s != NATS_OK) error = "TLS settings refused: " + describe(s);
     }
     if (s == NATS_OK) s = natsConnection_Connect(&conn, opts);
-    if (s != NATS_OK && error.empty()) error = "cannot connect to " + cfg.url + ": " + describe(s);
+    if (s != NATS_OK && error.empty()) {
+      // Counted as the HTTP client counts its own (tidings_upstream_tls_failures_total).
+      if (auto verify = failed_verification())
+        net::count_tls_failure(first_server(cfg.url), net::tls_failure_kind(*verify));
+      error = "cannot connect to " + cfg.url + ": " + describe(s);
+    }
     if (s == NATS_OK) s = natsConnection_Subscribe(&sub, conn, cfg.subject.c_str(), nats_message, closure);
     // The server's answer to a PING: the subscription is in place.
     if (s == NATS_OK) s = natsConnection_FlushTimeout(conn, cfg.timeout.count());

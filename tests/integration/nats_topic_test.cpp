@@ -14,6 +14,7 @@
 #include "client/http_client.hpp"
 #include "client/sse_client.hpp"
 #include "tests/support/bounded_poll.hpp"
+#include "tests/support/metrics_scrape.hpp"
 #include "tests/support/nats_server.hpp"
 #include "tests/support/sse_reading.hpp"
 #include "tests/support/test_pki.hpp"
@@ -136,4 +137,10 @@ TEST_CASE(
     CHECK(refused.body.find(uri + ": cannot connect to ") != std::string::npos);
     CHECK(refused.body.find(reason) != std::string::npos);
   }
+  // Counted by server and kind, as the HTTP upstreams' are.
+  auto m = scrape_metrics(ep);
+  CHECK(m.value_or_zero("tidings_upstream_tls_failures_total",
+                        {{"upstream", "localhost:" + port}, {"kind", "unknown CA"}}) >= 1);
+  CHECK(m.value_or_zero("tidings_upstream_tls_failures_total",
+                        {{"upstream", "127.0.0.1:" + port}, {"kind", "name mismatch"}}) >= 1);
 }
