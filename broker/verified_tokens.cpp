@@ -26,6 +26,7 @@ session_auth_ptr verified_tokens::find(std::string_view token) const {
 }
 
 void verified_tokens::remember(std::string_view token, session_auth_ptr auth) {
+  if (token.size() > max_token_bytes) return;
   auto key = digest(token);
   std::lock_guard lock(mutex_);
   auto [it, fresh] = entries_.insert_or_assign(key, std::move(auth));
@@ -41,7 +42,7 @@ void verified_tokens::forget(std::string_view token) {
   auto key = digest(token);
   std::lock_guard lock(mutex_);
   if (entries_.erase(key) == 0) return;
-  order_.erase(std::find(order_.begin(), order_.end(), key));
+  if (auto it = std::find(order_.begin(), order_.end(), key); it != order_.end()) order_.erase(it);
 }
 
 void verified_tokens::clear() {

@@ -9,8 +9,9 @@
 // (auth_service::recheck, as for live sessions); a failed check forgets
 // the entry, and the token is verified afresh, with its refusal's reason.
 //
-// Bounded: past `capacity` entries the oldest goes. Thread-safe: the HTTP
-// I/O threads share one.
+// Bounded: past `capacity` entries the oldest goes, and a token longer than
+// max_token_bytes is not kept (its principal, claims parsed, could take tens
+// of times its size). Thread-safe: the HTTP I/O threads share one.
 
 #include <cstddef>
 #include <deque>
@@ -27,7 +28,8 @@ using session_auth_ptr = std::shared_ptr<const session_auth>;
 
 class verified_tokens {
  public:
-  static constexpr std::size_t default_capacity = 4096;
+  static constexpr std::size_t default_capacity = 1024;
+  static constexpr std::size_t max_token_bytes = 2048;
   explicit verified_tokens(std::size_t capacity = default_capacity);
 
   // What `token` was admitted as, or null.

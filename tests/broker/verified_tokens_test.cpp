@@ -60,6 +60,9 @@ TEST_CASE("verified_tokens keeps the newest entries, each for its exact token", 
   CHECK(cache.find("token-c"));
   cache.clear();
   CHECK(cache.size() == 0);
+  // A token too long to keep is verified every time instead.
+  cache.remember(std::string(broker::verified_tokens::max_token_bytes + 1, 't'), auth_for("long"));
+  CHECK(cache.size() == 0);
 }
 
 TEST_CASE("a cached token is rechecked: revoked or its key removed, it is refused with the reason",
@@ -100,6 +103,14 @@ TEST_CASE("a cached token is rechecked: revoked or its key removed, it is refuse
     CHECK(
         auth.authenticate(bearer(testing::mint(broker::key_alg::rs256, rsa.private_pem, claims("two"), "r1")))
             .auth);
+  }
+  SECTION("its key's material changed by a reload, the kid kept") {
+    auto other_key = testing::generate_rsa();
+    t.keys = {{"r1", broker::key_alg::rs256, other_key.public_pem}};
+    REQUIRE_FALSE(auth.reload({t}));
+    auto refused = auth.authenticate(bearer(token));
+    CHECK_FALSE(refused.auth);
+    CHECK(refused.problem == core::token_problem::signature);
   }
   SECTION("its key removed by a reload") {
     auto other_key = testing::generate_rsa();
