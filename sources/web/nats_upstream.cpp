@@ -15,6 +15,8 @@
 #include <thread>
 #include <unordered_map>
 
+#include <unistd.h>
+
 #include <boost/asio/post.hpp>
 
 #include "core/read_extraction.hpp"
@@ -75,9 +77,11 @@ natsStatus set_tls(natsOptions* opts, const nats_topic_config& cfg) {
   const auto& t = cfg.tls;
   if (!t.any() && cfg.url.find("tls://") == std::string::npos) return NATS_OK;
   auto s = natsOptions_SetSecure(opts, true);
-  if (s == NATS_OK)
-    s = natsOptions_LoadCATrustedCertificates(
-        opts, t.ca_file.empty() ? X509_get_default_cert_file() : t.ca_file.c_str());
+  // Without a ca_file, the system's bundle; a machine without one trusts
+  // nothing, and the handshake says "unknown CA".
+  const char* trusted = t.ca_file.empty() ? X509_get_default_cert_file() : t.ca_file.c_str();
+  if (s == NATS_OK && (!t.ca_file.empty() || ::access(trusted, R_OK) == 0))
+    s = natsOptions_LoadCATrustedCertificates(opts, trusted);
   if (s == NATS_OK && !t.client_cert.empty())
     s = natsOptions_LoadCertificatesChain(opts, t.client_cert.c_str(), t.client_key.c_str());
   if (s == NATS_OK && t.insecure_skip_verify) s = natsOptions_SkipServerVerification(opts, true);
