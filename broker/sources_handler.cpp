@@ -92,24 +92,24 @@ route_result api::fire_webhook(const std::string& token, const http_request& req
   // The body and the headers a signature needs travel to the sources
   // thread, where the resources' tokens and secrets live.
   auto& loop = loop_;
-  boost::asio::post(
-      loop.context(), [&loop, token, uri = req.query_one("uri") ? *req.query_one("uri") : std::string(),
-                       body = req.body, headers = req.headers, respond = std::move(respond)] {
-        auto* web = dynamic_cast<sources::web::web_connector*>(loop.upstreams().find("resources"));
-        if (!web) return respond(error_response(404, "unknown webhook token"));
-        sources::web::webhook_call call;
-        call.token = token;
-        call.uri = uri;
-        call.body = body;
-        call.headers = [&headers](const std::string& name) -> const std::string* {
-          auto it = headers.find(name);
-          return it == headers.end() ? nullptr : &it->second;
-        };
-        call.now = std::chrono::system_clock::now();
-        auto answer = web->fire(call);
-        if (answer.status != 200) return respond(error_response(answer.status, answer.error));
-        respond(json_response(200, {{"ok", true}, {"uri", answer.uri}}));
-      });
+  const auto* named = req.query_one("uri");  // a template's token names its resource
+  boost::asio::post(loop.context(), [&loop, token, uri = named ? *named : std::string(), body = req.body,
+                                     headers = req.headers, respond = std::move(respond)] {
+    auto* web = dynamic_cast<sources::web::web_connector*>(loop.upstreams().find("resources"));
+    if (!web) return respond(error_response(404, "unknown webhook token"));
+    sources::web::webhook_call call;
+    call.token = token;
+    call.uri = uri;
+    call.body = body;
+    call.headers = [&headers](const std::string& name) -> const std::string* {
+      auto it = headers.find(name);
+      return it == headers.end() ? nullptr : &it->second;
+    };
+    call.now = std::chrono::system_clock::now();
+    auto answer = web->fire(call);
+    if (answer.status != 200) return respond(error_response(answer.status, answer.error));
+    respond(json_response(200, {{"ok", true}, {"uri", answer.uri}}));
+  });
   return {};
 }
 

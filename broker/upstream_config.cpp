@@ -370,10 +370,8 @@ bool parse_nats_topic(yaml_reader& r, const Node& s, const std::string& spath,
   for (std::string_view rest = nats.url; !rest.empty();) {
     auto one = rest.substr(0, rest.find(','));
     rest.remove_prefix(std::min(rest.size(), one.size() + 1));
-    bool tls = one.starts_with("tls://");
-    auto host = one.substr(std::min(one.size(), std::string_view(tls ? "tls://" : "nats://").size()));
-    host = host.substr(host.find('@') == std::string_view::npos ? 0 : host.find('@') + 1);
-    if (!(one.starts_with("nats://") || tls) || host.empty() || host.front() == ':')
+    auto host = sources::web::nats_address(one);
+    if (!(one.starts_with("nats://") || one.starts_with("tls://")) || host.empty() || host.front() == ':')
       return r.fail(
           spath + ".url",
           "must be nats://HOST:PORT or tls://HOST:PORT (comma-separated for several servers), not '" +

@@ -13,6 +13,7 @@
 
 #include "core/suggest.hpp"
 #include "logging/log.hpp"
+#include "net/percent_encoding.hpp"
 
 namespace tidings::sources::kube {
 
@@ -77,7 +78,7 @@ class list_pager : public net::http_call, public std::enable_shared_from_this<li
     req.url = config_.server + target_ + (target_.find('?') == std::string::npos ? "?" : "&") +
               "limit=" + std::to_string(config_.list_page_size);
     req.tls = config_.tls_context;
-    if (!continue_token.empty()) req.url += "&continue=" + percent_encode(continue_token);
+    if (!continue_token.empty()) req.url += "&continue=" + net::percent_encode(continue_token);
     req.headers = kube_headers(config_);
     req.timeout = config_.request_timeout;
     req.max_body_bytes = config_.max_list_bytes - std::min(config_.max_list_bytes, bytes_);

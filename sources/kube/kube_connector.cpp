@@ -8,6 +8,7 @@
 #include "core/kube_reconcile.hpp"
 #include "core/read_extraction.hpp"
 #include "core/resource_routing.hpp"
+#include "net/percent_encoding.hpp"
 #include "sources/kube/kube_api.hpp"
 #include "sources/kube/kube_upstream.hpp"
 #include "sources/kube/kube_uri.hpp"
@@ -39,7 +40,7 @@ void kube_connector::start(std::function<void(std::string error)> done) {
 }
 
 std::vector<resource_info> kube_connector::resources() const {
-  const std::string context = percent_encode(config_.context, ":@");
+  const std::string context = net::percent_encode(config_.context, ":@");
   resource_info info;
   info.uri = "kube://" + context + "/{resource}{?namespace,labelSelector,fieldSelector}";
   info.template_ = true;

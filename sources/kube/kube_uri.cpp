@@ -1,17 +1,12 @@
 #include "sources/kube/kube_uri.hpp"
 
-#include <cstdio>
+#include "net/percent_encoding.hpp"
 
 namespace tidings::sources::kube {
 
 namespace {
 
 constexpr std::string_view scheme = "kube://";
-
-bool unreserved(char c) {
-  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' || c == '.' ||
-         c == '_' || c == '~';
-}
 
 int hex_value(char c) {
   if (c >= '0' && c <= '9') return c - '0';
@@ -46,20 +41,6 @@ bool dns_name(std::string_view s) {
 }
 
 }  // namespace
-
-std::string percent_encode(std::string_view s, std::string_view keep) {
-  std::string out;
-  for (char c : s) {
-    if (unreserved(c) || keep.find(c) != std::string_view::npos) {
-      out.push_back(c);
-    } else {
-      char buf[4];
-      std::snprintf(buf, sizeof buf, "%%%02X", static_cast<unsigned char>(c));
-      out += buf;
-    }
-  }
-  return out;
-}
 
 bool parse_kube_uri(std::string_view uri, kube_uri* out, std::string* error) {
   auto fail = [&](std::string m) {
@@ -123,7 +104,7 @@ bool parse_kube_uri(std::string_view uri, kube_uri* out, std::string* error) {
 }
 
 std::string canonical_kube_uri(const kube_uri& u) {
-  std::string s = std::string(scheme) + percent_encode(u.context, ":@") + "/" + u.resource;
+  std::string s = std::string(scheme) + net::percent_encode(u.context, ":@") + "/" + u.resource;
   char sep = '?';
   auto add = [&](const char* name, const std::string& value) {
     if (value.empty()) return;
@@ -131,7 +112,7 @@ std::string canonical_kube_uri(const kube_uri& u) {
     s += name;
     s += '=';
     // '=', ',' and '!' stay readable in selectors; only '&', '#' and the like are escaped.
-    s += percent_encode(value, "=,!:/");
+    s += net::percent_encode(value, "=,!:/");
     sep = '&';
   };
   add("namespace", u.namespace_);
@@ -166,11 +147,11 @@ namespace {
 
 void add_selectors(const kube_uri& u, std::string* target, char* sep) {
   if (!u.label_selector.empty()) {
-    *target += *sep + std::string("labelSelector=") + percent_encode(u.label_selector);
+    *target += *sep + std::string("labelSelector=") + net::percent_encode(u.label_selector);
     *sep = '&';
   }
   if (!u.field_selector.empty()) {
-    *target += *sep + std::string("fieldSelector=") + percent_encode(u.field_selector);
+    *target += *sep + std::string("fieldSelector=") + net::percent_encode(u.field_selector);
     *sep = '&';
   }
 }
@@ -187,7 +168,7 @@ std::string kube_list_target(const kube_uri& u, const std::string& path) {
 std::string kube_watch_target(const kube_uri& u, const std::string& path,
                               const std::string& resource_version) {
   std::string target = path + "?watch=1&allowWatchBookmarks=true";
-  if (!resource_version.empty()) target += "&resourceVersion=" + percent_encode(resource_version);
+  if (!resource_version.empty()) target += "&resourceVersion=" + net::percent_encode(resource_version);
   char sep = '&';
   add_selectors(u, &target, &sep);
   return target;

@@ -35,6 +35,4 @@ std::string kube_list_target(const kube_uri& u, const std::string& path);
 std::string kube_watch_target(const kube_uri& u, const std::string& path,
                               const std::string& resource_version);
 
-std::string percent_encode(std::string_view s, std::string_view keep = "");
-
 }  // namespace tidings::sources::kube

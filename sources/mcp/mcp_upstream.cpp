@@ -16,22 +16,17 @@ void mcp_upstream::subscribe(handlers h) {
     auto a = alive.lock();
     if (a && *a && f) f();
   };
-  wh.ended = [this, alive, f = h.ended](std::string reason) {
-    auto a = alive.lock();
-    if (!a || !*a) return;
-    watch_ = 0;
-    if (f) f(std::move(reason));
+  // Either end leaves no watch; `gone` falls back to `ended` (upstream.hpp).
+  auto last = [this, alive](std::function<void(std::string)> f) {
+    return [this, alive, f = std::move(f)](std::string why) {
+      auto a = alive.lock();
+      if (!a || !*a) return;
+      watch_ = 0;
+      if (f) f(std::move(why));
+    };
   };
-  wh.gone = [this, alive, f = h.gone, e = h.ended](std::string notice) {
-    auto a = alive.lock();
-    if (!a || !*a) return;
-    watch_ = 0;
-    if (f) {
-      f(std::move(notice));
-    } else if (e) {
-      e(std::move(notice));
-    }
-  };
+  wh.ended = last(h.ended);
+  wh.gone = last(h.gone ? h.gone : h.ended);
   watch_ = session_->watch(uri_, std::move(wh));
 }
 

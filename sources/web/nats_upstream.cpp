@@ -38,12 +38,9 @@ std::int64_t now_ms() {
       .count();
 }
 
-// The first server of a nats_topic url, "host:port" ("tls://u:p@h:4222,..." -> "h:4222").
+// The first server of a nats_topic url, "host:port".
 std::string first_server(std::string_view url) {
-  url = url.substr(0, url.find(','));
-  if (auto scheme = url.find("://"); scheme != std::string_view::npos) url.remove_prefix(scheme + 3);
-  if (auto at = url.rfind('@'); at != std::string_view::npos) url.remove_prefix(at + 1);
-  return std::string(url);
+  return std::string(nats_address(url.substr(0, url.find(','))));
 }
 
 // Its host alone ("[::1]:4222" -> "::1").

@@ -5,6 +5,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "net/percent_encoding.hpp"
+
 namespace tidings::sources::web {
 namespace {
 
@@ -27,22 +29,6 @@ void each_placeholder(std::string_view text,
     if (end == open + 1 || end == text.size() || text[end] != '}') continue;
     f(open, end + 1 - open, text.substr(open + 1, end - open - 1));
   }
-}
-
-std::string percent_encoded(std::string_view v) {
-  static constexpr char hex[] = "0123456789ABCDEF";
-  std::string out;
-  for (char c : v) {
-    auto u = static_cast<unsigned char>(c);
-    if (alnum(c) || c == '-' || c == '.' || c == '~') {
-      out += c;
-    } else {
-      out += '%';
-      out += hex[u >> 4];
-      out += hex[u & 0xf];
-    }
-  }
-  return out;
 }
 
 std::string json_string_content(std::string_view v) {
@@ -172,7 +158,7 @@ std::optional<web_resource_config> instantiate(const web_resource_config& tmpl,
             // of the backend (a parent, a listing).
             if (at < query && (v.empty() || v == "." || v == ".."))
               return refuse(name, v, "cannot be a path segment of the backend's URL");
-            return percent_encoded(v);
+            return net::percent_encode(v);
           });
     apply(out.backend->body,
           [](const std::string&, std::string_view v, std::size_t) -> std::optional<std::string> {

@@ -7,6 +7,12 @@
 
 namespace tidings::sources::web {
 
+std::string_view nats_address(std::string_view server) {
+  if (auto scheme = server.find("://"); scheme != std::string_view::npos) server.remove_prefix(scheme + 3);
+  if (auto at = server.rfind('@'); at != std::string_view::npos) server.remove_prefix(at + 1);
+  return server;
+}
+
 std::vector<std::string> check_web_config(const web_config& cfg) {
   std::vector<std::string> errors;
   std::map<std::string, std::string> owner_of_token;  // token -> uri

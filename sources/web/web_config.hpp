@@ -9,6 +9,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "net/http_client.hpp"
@@ -72,6 +73,10 @@ struct nats_topic_config {
   // Bounds connecting, subscribing and each reconnect attempt.
   std::chrono::milliseconds timeout{10000};
 };
+
+// One server of a nats_topic url without its scheme and user:password@:
+// "tls://u:p@h:4222" -> "h:4222".
+std::string_view nats_address(std::string_view server);
 
 // The poll interval floor unless the operator sets another
 // (upstreams.poll_floor_ms): a misconfigured watch cannot hammer a backend.

@@ -116,7 +116,7 @@ std::optional<web_resource_config> web_connector::resolve(std::string_view uri, 
   return instantiate(*r, templates_.at(r->uri), uri, error);
 }
 
-bool web_connector::template_live(const web_resource_config& r) const {
+bool web_connector::subscribed(const web_resource_config& r) const {
   return std::any_of(live_.begin(), live_.end(), [&](const auto& entry) { return owner(entry.first) == &r; });
 }
 
@@ -252,8 +252,7 @@ std::vector<webhook_info> web_connector::webhooks() const {
   for (const auto& r : cfg_.resources) {
     if (r.kind != strategy::webhook) continue;
     out.push_back({r.uri, r.is_template, r.token, generated_.contains(r.uri), r.previous_tokens.size(),
-                   r.signature ? scheme_name(r.signature->scheme) : "",
-                   r.is_template ? template_live(r) : live_.contains(r.uri)});
+                   r.signature ? scheme_name(r.signature->scheme) : "", subscribed(r)});
   }
   return out;
 }

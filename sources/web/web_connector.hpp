@@ -89,8 +89,8 @@ class web_connector final : public connector {
   // The resource of `uri`: configured as such, or a template's instance;
   // nullopt with *error saying why not.
   std::optional<web_resource_config> resolve(std::string_view uri, std::string* error) const;
-  // Whether a URI the template matches is subscribed now.
-  bool template_live(const web_resource_config& r) const;
+  // Whether a URI the resource serves (its own, or a template's) is subscribed now.
+  bool subscribed(const web_resource_config& r) const;
 
   boost::asio::io_context& ioc_;
   web_config cfg_;
